@@ -1,0 +1,65 @@
+"""The runtime objects of a Soul hub entry (``entry.runtime_data``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.httpx_client import get_async_client
+
+from .const import (
+    CONF_LLM_API_KEY,
+    CONF_LLM_BASE_URL,
+    CONF_LLM_MODEL,
+    CONF_TOPIC_PREFIX,
+    DEFAULT_TOPIC_PREFIX,
+)
+from .core.llm import LLMEndpoint, OpenAICompatibleLLM
+
+
+@dataclass(slots=True)
+class SoulRuntime:
+    """Everything a loaded hub entry owns; dropped on unload."""
+
+    topic_prefix: str
+    llm: OpenAICompatibleLLM | None
+
+
+type SoulConfigEntry = ConfigEntry[SoulRuntime]
+
+
+def llm_endpoint_from_config(config: Mapping[str, Any]) -> LLMEndpoint | None:
+    """Return the configured LLM endpoint, or None when the LLM is off."""
+    if not (base_url := config.get(CONF_LLM_BASE_URL)):
+        return None
+    return LLMEndpoint(
+        base_url=base_url,
+        model=config.get(CONF_LLM_MODEL, ""),
+        api_key=config.get(CONF_LLM_API_KEY, ""),
+    )
+
+
+async def async_create_llm(
+    hass: HomeAssistant, endpoint: LLMEndpoint
+) -> OpenAICompatibleLLM:
+    """Build the LLM client on Home Assistant's shared HTTP client."""
+    return await hass.async_add_executor_job(
+        partial(OpenAICompatibleLLM, endpoint, http_client=get_async_client(hass))
+    )
+
+
+async def async_create_runtime(
+    hass: HomeAssistant, entry: SoulConfigEntry
+) -> SoulRuntime:
+    """Build the runtime objects of a hub entry from its options."""
+    llm = None
+    if endpoint := llm_endpoint_from_config(entry.options):
+        llm = await async_create_llm(hass, endpoint)
+    return SoulRuntime(
+        topic_prefix=entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX),
+        llm=llm,
+    )

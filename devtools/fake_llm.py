@@ -1,0 +1,319 @@
+"""A scripted OpenAI-compatible HTTP server for tests and local development.
+
+It speaks the parts of the OpenAI API Soul uses — ``GET /v1/models``,
+``POST /v1/chat/completions`` (plain and streamed, with tool calls) and
+``POST /v1/embeddings`` — so tests drive the real ``openai`` client over real
+HTTP. Replies are queued per test::
+
+    llm.reply("Hello!")
+    llm.reply(tool_calls=[tool_call("control_light", {"mode": "on"})])
+    llm.fail(500, "overloaded")
+
+Every request body is kept in ``llm.requests``. ``python -m devtools.fake_llm``
+runs it in the foreground and echoes the user when nothing is queued.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections import deque
+from collections.abc import Callable
+import contextlib
+from dataclasses import dataclass, field
+import hashlib
+import itertools
+import json
+import math
+import time
+from typing import Any
+
+from aiohttp import web
+
+DEFAULT_MODEL = "soul-test-model"
+EMBEDDING_DIMENSIONS = 16
+_ids = itertools.count(1)
+
+
+def tool_call(
+    name: str, arguments: dict[str, Any] | str, call_id: str | None = None
+) -> dict:
+    """Return one tool call in the shape of the chat completions API."""
+    return {
+        "id": call_id or f"call_{next(_ids)}",
+        "type": "function",
+        "function": {
+            "name": name,
+            "arguments": arguments
+            if isinstance(arguments, str)
+            else json.dumps(arguments),
+        },
+    }
+
+
+def embed(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """Return a deterministic unit vector for ``text`` (equal texts, equal vectors)."""
+    digest = hashlib.sha256(text.encode()).digest()
+    while len(digest) < dimensions:
+        digest += hashlib.sha256(digest).digest()
+    raw = [byte - 127.5 for byte in digest[:dimensions]]
+    norm = math.sqrt(sum(v * v for v in raw)) or 1.0
+    return [v / norm for v in raw]
+
+
+@dataclass
+class Reply:
+    """One scripted answer to a chat completion request."""
+
+    content: str | None = None
+    tool_calls: list[dict] | None = None
+    status: int = 200
+    error: str | None = None
+    delay: float = 0.0
+
+
+@dataclass
+class FakeOpenAI:
+    """The server; ``await start()`` it, then point a client at ``base_url``."""
+
+    api_key: str | None = None
+    # None: GET /v1/models answers 404, as some servers do.
+    models: list[str] | None = field(default_factory=lambda: [DEFAULT_MODEL])
+    # Called with the request body when no reply is queued; None → HTTP 500.
+    default: Callable[[dict], Reply] | None = None
+    requests: list[dict] = field(default_factory=list)
+    _replies: deque[Reply] = field(default_factory=deque)
+    _runner: web.AppRunner | None = None
+    port: int = 0
+
+    # -- scripting -------------------------------------------------------
+    def reply(
+        self,
+        content: str | None = None,
+        *,
+        tool_calls: list[dict] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        """Queue a successful completion: text, tool calls, or both."""
+        self._replies.append(Reply(content=content, tool_calls=tool_calls, delay=delay))
+
+    def fail(self, status: int, message: str = "scripted failure") -> None:
+        """Queue an HTTP error for the next completion."""
+        self._replies.append(Reply(status=status, error=message))
+
+    @property
+    def pending(self) -> int:
+        """How many queued replies no request has taken yet."""
+        return len(self._replies)
+
+    @property
+    def chat_requests(self) -> list[dict]:
+        """The bodies of the chat completion requests received so far."""
+        return [r["body"] for r in self.requests if r["path"] == "/v1/chat/completions"]
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client (ends in /v1)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- server ----------------------------------------------------------
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Listen on host:port (0 picks a free port) and return ``base_url``."""
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+        return self.base_url
+
+    async def close(self) -> None:
+        """Stop listening."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @staticmethod
+    def _error(status: int, message: str, code: str | None = None) -> web.Response:
+        return web.json_response(
+            {"error": {"message": message, "type": "fake_error", "code": code}},
+            status=status,
+        )
+
+    def _unauthorized(self, request: web.Request) -> web.Response | None:
+        if self.api_key is None:
+            return None
+        if request.headers.get("Authorization") == f"Bearer {self.api_key}":
+            return None
+        return self._error(401, "Incorrect API key provided", "invalid_api_key")
+
+    async def _record(self, request: web.Request) -> dict:
+        body = await request.json() if request.can_read_body else {}
+        self.requests.append({"path": request.path, "body": body})
+        return body
+
+    async def _models(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        if denied := self._unauthorized(request):
+            return denied
+        if self.models is None:
+            return self._error(404, "Not found")
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                    for m in self.models
+                ],
+            }
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        body = await self._record(request)
+        if denied := self._unauthorized(request):
+            return denied
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        dims = int(body.get("dimensions") or EMBEDDING_DIMENSIONS)
+        return web.json_response(
+            {
+                "object": "list",
+                "model": body.get("model", DEFAULT_MODEL),
+                "data": [
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": embed(str(t), dims),
+                    }
+                    for i, t in enumerate(texts)
+                ],
+                "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+            }
+        )
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await self._record(request)
+        if denied := self._unauthorized(request):
+            return denied
+        if self._replies:
+            reply = self._replies.popleft()
+        elif self.default is not None:
+            reply = self.default(body)
+        else:
+            return self._error(500, "fake LLM: no scripted reply left")
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.status != 200:
+            return self._error(reply.status, reply.error or "error")
+        model = body.get("model", DEFAULT_MODEL)
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        if body.get("stream"):
+            return await self._stream(request, reply, model, finish)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = reply.tool_calls
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{next(_ids)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {
+                    "prompt_tokens": 1,
+                    "completion_tokens": 1,
+                    "total_tokens": 2,
+                },
+            }
+        )
+
+    async def _stream(
+        self, request: web.Request, reply: Reply, model: str, finish: str
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        chunk_id = f"chatcmpl-{next(_ids)}"
+
+        async def send(delta: dict, finish_reason: str | None = None) -> None:
+            chunk = {
+                "id": chunk_id,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {"index": 0, "delta": delta, "finish_reason": finish_reason}
+                ],
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        if reply.content:
+            # Two pieces, so clients really assemble deltas.
+            half = len(reply.content) // 2
+            for piece in (reply.content[:half], reply.content[half:]):
+                if piece:
+                    await send({"content": piece})
+        for index, call in enumerate(reply.tool_calls or []):
+            await send(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {
+                                "name": call["function"]["name"],
+                                "arguments": "",
+                            },
+                        }
+                    ]
+                }
+            )
+            await send(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "function": {"arguments": call["function"]["arguments"]},
+                        }
+                    ]
+                }
+            )
+        await send({}, finish)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def echo(body: dict) -> Reply:
+    """Answer with the last user message: a stand-in model for local development."""
+    user = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    text = user[-1].get("content") if user else ""
+    return Reply(content=f"(fake LLM) You said: {text}")
+
+
+async def _serve(host: str, port: int) -> None:
+    server = FakeOpenAI(default=echo)
+    url = await server.start(host, port)
+    print(f"Fake OpenAI-compatible API at {url} (model {DEFAULT_MODEL})", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+
+
+def main() -> None:
+    """Serve the echoing fake LLM in the foreground."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args.host, args.port))
+
+
+if __name__ == "__main__":
+    main()

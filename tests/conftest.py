@@ -1,0 +1,91 @@
+"""Fixtures shared by all tests.
+
+``custom_components`` is imported first, before pytest-homeassistant-custom-component
+puts its own ``testing_config/custom_components`` package in the way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Generator
+from typing import Any
+
+import custom_components  # noqa: F401  # isort: skip
+from homeassistant.core import HomeAssistant
+from homeassistant.setup import async_setup_component
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+import pytest_socket
+
+from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
+from devtools.broker import MqttBroker
+from devtools.fake_llm import FakeOpenAI
+
+
+@pytest.fixture(autouse=True)
+def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
+    """Let Home Assistant load custom_components/soul in every test."""
+
+
+@pytest.fixture
+async def hass(hass: HomeAssistant) -> HomeAssistant:
+    """Home Assistant with its core integration set up.
+
+    `conversation`, a dependency of Soul, needs the exposed-entities store it creates.
+    """
+    assert await async_setup_component(hass, "homeassistant", {})
+    return hass
+
+
+@pytest.fixture
+async def fake_llm(socket_enabled: None) -> AsyncGenerator[FakeOpenAI]:
+    """Serve a scripted OpenAI-compatible API on 127.0.0.1 (no API key required).
+
+    Requesting it allows the test to open sockets (to 127.0.0.1 only).
+    """
+    server = FakeOpenAI()
+    await server.start()
+    yield server
+    await server.close()
+
+
+@pytest.fixture(scope="session")
+def _session_mqtt_broker() -> Generator[MqttBroker]:
+    """One real broker for the whole session, started on first use."""
+    # pytest-socket blocks sockets during tests; starting the broker needs them.
+    pytest_socket.enable_socket()
+    try:
+        broker = MqttBroker().start()
+    finally:
+        pytest_socket.disable_socket(allow_unix_socket=True)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def mqtt_broker(_session_mqtt_broker: MqttBroker, socket_enabled: None) -> MqttBroker:
+    """A real MQTT broker (mosquitto when on PATH, else amqtt) on 127.0.0.1."""
+    return _session_mqtt_broker
+
+
+@pytest.fixture
+def soul_options() -> dict[str, Any]:
+    """The options of the Soul hub entry; override in a test module to change them."""
+    return {CONF_TOPIC_PREFIX: "soul"}
+
+
+@pytest.fixture
+def soul_entry(hass: HomeAssistant, soul_options: dict[str, Any]) -> MockConfigEntry:
+    """A Soul hub entry added to Home Assistant but not set up."""
+    entry = MockConfigEntry(domain=DOMAIN, title="Soul", data={}, options=soul_options)
+    entry.add_to_hass(hass)
+    return entry
+
+
+@pytest.fixture
+async def init_integration(
+    hass: HomeAssistant, mqtt_mock: Any, soul_entry: MockConfigEntry
+) -> MockConfigEntry:
+    """Set Soul up on a mocked MQTT client and return its entry."""
+    assert await hass.config_entries.async_setup(soul_entry.entry_id)
+    await hass.async_block_till_done()
+    return soul_entry

@@ -1,0 +1,1 @@
+"""Tests of the Home Assistant-free core package."""

@@ -1,0 +1,76 @@
+"""The LLM endpoint check, without Home Assistant, over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+
+import pytest
+
+from custom_components.soul.core.llm import (
+    LLMAuthError,
+    LLMConnectionError,
+    LLMEndpoint,
+    OpenAICompatibleLLM,
+)
+from devtools.broker import free_port
+from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
+
+
+@pytest.fixture
+async def make_llm() -> AsyncGenerator[Callable[..., OpenAICompatibleLLM]]:
+    """Build clients with their own HTTP pool and close them after the test."""
+    made: list[OpenAICompatibleLLM] = []
+
+    def make(url: str, api_key: str = "") -> OpenAICompatibleLLM:
+        made.append(OpenAICompatibleLLM(LLMEndpoint(url, DEFAULT_MODEL, api_key)))
+        return made[-1]
+
+    yield make
+    for llm in made:
+        await llm.close()
+
+
+async def test_verify_ok(
+    fake_llm: FakeOpenAI, make_llm: Callable[..., OpenAICompatibleLLM]
+) -> None:
+    fake_llm.api_key = "sk-1"
+    await make_llm(fake_llm.base_url, "sk-1").verify()
+    assert [r["path"] for r in fake_llm.requests] == ["/v1/models"]
+
+
+async def test_verify_without_key_sends_placeholder(
+    fake_llm: FakeOpenAI, make_llm: Callable[..., OpenAICompatibleLLM]
+) -> None:
+    """Local servers need no key; the client still starts and the request goes out."""
+    await make_llm(fake_llm.base_url).verify()
+    assert len(fake_llm.requests) == 1
+
+
+async def test_verify_wrong_key(
+    fake_llm: FakeOpenAI, make_llm: Callable[..., OpenAICompatibleLLM]
+) -> None:
+    fake_llm.api_key = "sk-1"
+    with pytest.raises(LLMAuthError):
+        await make_llm(fake_llm.base_url, "sk-2").verify()
+
+
+async def test_verify_unreachable(
+    fake_llm: FakeOpenAI, make_llm: Callable[..., OpenAICompatibleLLM]
+) -> None:
+    with pytest.raises(LLMConnectionError):
+        await make_llm(f"http://127.0.0.1:{free_port()}/v1").verify()
+
+
+async def test_verify_falls_back_to_completion(
+    fake_llm: FakeOpenAI, make_llm: Callable[..., OpenAICompatibleLLM]
+) -> None:
+    fake_llm.models = None
+    fake_llm.reply("pong")
+    await make_llm(fake_llm.base_url).verify()
+    fake_llm.fail(404, "model not found")
+    with pytest.raises(LLMConnectionError):
+        await make_llm(fake_llm.base_url).verify()
+
+
+def test_endpoint_repr_hides_key() -> None:
+    assert "sk-secret" not in repr(LLMEndpoint("http://x/v1", "m", "sk-secret"))

@@ -1,0 +1,94 @@
+"""Setting the hub up and down, repairs and diagnostics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.components.diagnostics import (
+    get_diagnostics_for_config_entry,
+)
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from custom_components.soul.const import (
+    CONF_LLM_API_KEY,
+    CONF_LLM_BASE_URL,
+    CONF_LLM_MODEL,
+    CONF_TOPIC_PREFIX,
+    DOMAIN,
+)
+from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
+
+
+async def test_setup_and_unload(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """The entry loads with its runtime objects and unloads cleanly."""
+    entry = init_integration
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data.topic_prefix == "soul"
+
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.NOT_LOADED
+
+
+async def test_retry_and_repair_without_mqtt(
+    hass: HomeAssistant, soul_entry: MockConfigEntry
+) -> None:
+    """Without MQTT the entry waits (setup retry) and Repairs says what to do."""
+    assert not await hass.config_entries.async_setup(soul_entry.entry_id)
+    assert soul_entry.state is ConfigEntryState.SETUP_RETRY
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, "mqtt_not_configured")
+    assert issue is not None
+    assert issue.severity is ir.IssueSeverity.ERROR
+    assert issue.translation_key == "mqtt_not_configured"
+
+
+async def test_repair_cleared_when_mqtt_returns(
+    hass: HomeAssistant, soul_entry: MockConfigEntry, mqtt_mock: Any
+) -> None:
+    """A stale MQTT repair issue goes away once Soul sets up with MQTT."""
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        "mqtt_not_configured",
+        is_fixable=False,
+        severity=ir.IssueSeverity.ERROR,
+        translation_key="mqtt_not_configured",
+    )
+    assert await hass.config_entries.async_setup(soul_entry.entry_id)
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "mqtt_not_configured") is None
+
+
+async def test_diagnostics_redact_the_api_key(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    mqtt_mock: Any,
+    fake_llm: FakeOpenAI,
+) -> None:
+    """Diagnostics show the setup but never the API key."""
+    options = {
+        CONF_TOPIC_PREFIX: "soul",
+        CONF_LLM_BASE_URL: fake_llm.base_url,
+        CONF_LLM_MODEL: DEFAULT_MODEL,
+        CONF_LLM_API_KEY: "sk-very-secret",
+    }
+    entry = MockConfigEntry(domain=DOMAIN, data={}, options=options)
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert await async_setup_component(hass, "diagnostics", {})
+
+    diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
+    assert "sk-very-secret" not in str(diagnostics)
+    assert diagnostics["options"][CONF_LLM_API_KEY] == "**REDACTED**"
+    assert diagnostics["llm"] == {
+        "base_url": fake_llm.base_url,
+        "model": DEFAULT_MODEL,
+        "api_key_set": True,
+    }
+    assert diagnostics["topic_prefix"] == "soul"

@@ -1,0 +1,118 @@
+"""What HACS, hassfest and the Home Assistant frontend expect from the repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import re
+import struct
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INTEGRATION = ROOT / "custom_components" / "soul"
+MANIFEST = json.loads((INTEGRATION / "manifest.json").read_text(encoding="utf-8"))
+# https://hacs.xyz/docs/publish/start/#hacsjson
+HACS_KEYS = {
+    "name", "content_in_root", "zip_release", "filename", "hide_default_branch",
+    "country", "homeassistant", "persistent_directory", "hacs",
+}  # fmt: skip
+# Versions pinned by the oldest and the newest Home Assistant we support.
+OPENAI_PINS = ("2.15.0", "3.0.0", "3.54.0")
+
+
+def flatten(data: dict, prefix: str = "") -> set[str]:
+    """Return the dotted paths of every string in a translation file."""
+    keys = set()
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        keys |= flatten(value, f"{path}.") if isinstance(value, dict) else {path}
+    return keys
+
+
+def test_manifest() -> None:
+    """The manifest has what hassfest requires of a custom integration."""
+    assert MANIFEST["domain"] == "soul"
+    assert set(MANIFEST["dependencies"]) == {"mqtt", "http", "conversation"}
+    assert MANIFEST["config_flow"] is True
+    assert MANIFEST["iot_class"] == "local_push"
+    for key in ("version", "documentation", "issue_tracker", "codeowners"):
+        assert MANIFEST[key], key
+    Version(MANIFEST["version"])
+    assert list(MANIFEST)[:2] == ["domain", "name"]
+    assert list(MANIFEST)[2:] == sorted(list(MANIFEST)[2:])
+
+
+def test_requirements_install_on_every_supported_home_assistant() -> None:
+    """Requirements exclude mem0ai and accept the openai pins of old and new Home Assistant."""
+    requirements = {
+        Requirement(r).name: Requirement(r) for r in MANIFEST["requirements"]
+    }
+    assert "mem0ai" not in requirements
+    assert set(requirements) == {"openai", "jsonschema"}
+    for pin in OPENAI_PINS:
+        assert requirements["openai"].specifier.contains(pin), pin
+
+
+def test_requirements_test_follows_manifest() -> None:
+    """requirements_test.txt installs exactly the manifest's requirements."""
+    lines = (ROOT / "requirements_test.txt").read_text(encoding="utf-8").splitlines()
+    listed = {
+        str(Requirement(line)) for line in lines if line and not line.startswith("#")
+    }
+    assert {str(Requirement(r)) for r in MANIFEST["requirements"]} <= listed
+
+
+def test_hacs_json() -> None:
+    """hacs.json uses only keys HACS knows and names the minimum Home Assistant."""
+    hacs = json.loads((ROOT / "hacs.json").read_text(encoding="utf-8"))
+    assert set(hacs) <= HACS_KEYS
+    assert hacs["name"] == MANIFEST["name"]
+    assert hacs["homeassistant"] == "2026.2.0"
+
+
+def test_translations_match() -> None:
+    """Every language has the same keys; no placeholder braces the UI would eat."""
+    languages = {
+        path.stem: json.loads(path.read_text(encoding="utf-8"))
+        for path in (INTEGRATION / "translations").glob("*.json")
+    }
+    assert set(languages) >= {"en", "zh-Hans"}
+    english = flatten(languages["en"])
+    for language, data in languages.items():
+        assert flatten(data) == english, language
+        assert not re.search(r"\{[a-z_]+\}", json.dumps(data, ensure_ascii=False)), (
+            language
+        )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "section"),
+    [
+        (r'errors\[[^]]+\] = "([a-z_]+)"', ("config.error", "options.error")),
+        (r'reason="([a-z_]+)"', ("config.abort",)),
+        (r'translation_key="([a-z_]+)"', ("exceptions", "issues")),
+    ],
+)
+def test_code_keys_are_translated(pattern: str, section: tuple[str, ...]) -> None:
+    """Every error, abort reason, exception and issue the code raises has English text."""
+    english = flatten(
+        json.loads((INTEGRATION / "translations/en.json").read_text(encoding="utf-8"))
+    )
+    source = "\n".join(p.read_text(encoding="utf-8") for p in INTEGRATION.glob("*.py"))
+    used = set(re.findall(pattern, source))
+    assert used, pattern
+    for key in used:
+        assert any(any(k.startswith(f"{s}.{key}") for k in english) for s in section), (
+            key
+        )
+
+
+def test_brand_icon() -> None:
+    """brand/icon.png is a square 256 px PNG."""
+    data = (INTEGRATION / "brand" / "icon.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (256, 256)
