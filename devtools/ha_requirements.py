@@ -1,13 +1,19 @@
-"""Print the PyPI requirements of the Home Assistant components Soul depends on.
+"""Requirements of the Home Assistant components Soul's tests and scripts/develop load.
 
-Home Assistant installs a component's requirements when it loads it; tests load
-the components directly, so ``scripts/setup`` installs them up front. The list
-follows ``dependencies`` and ``after_dependencies`` of our manifest recursively,
+Home Assistant installs a component's requirements when it loads it. The tests
+load components directly, and on Python < 3.13.2 Home Assistant's own installer
+refuses packages that declare a newer Python, so ``scripts/setup`` and
+``scripts/develop`` install them up front. Dependencies are followed recursively
 through the manifests of the installed ``homeassistant`` package.
+
+    python -m devtools.ha_requirements            # what the tests need
+    python -m devtools.ha_requirements --develop  # plus a running Home Assistant
 """
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Iterable
 import json
 from pathlib import Path
 
@@ -15,18 +21,18 @@ import homeassistant
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPONENTS = Path(homeassistant.__file__).parent / "components"
-# Loaded by the tests and by scripts/develop's configuration besides our dependencies.
-EXTRA = ("assist_pipeline", "diagnostics")
+SOUL_MANIFEST = ROOT / "custom_components" / "soul" / "manifest.json"
+# Loaded by tests besides Soul's own dependencies.
+TEST_EXTRA = ("assist_pipeline", "diagnostics")
 
 
-def component_requirements(manifest_path: Path) -> list[str]:
-    """Return the requirements of every component in the manifest's dependency closure."""
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    todo = [
-        *manifest.get("dependencies", []),
-        *manifest.get("after_dependencies", []),
-        *EXTRA,
-    ]
+def _manifest(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def requirements_for(domains: Iterable[str]) -> list[str]:
+    """Return the requirements of ``domains`` and everything they depend on."""
+    todo = list(domains)
     seen: set[str] = set()
     requirements: set[str] = set()
     while todo:
@@ -37,13 +43,41 @@ def component_requirements(manifest_path: Path) -> list[str]:
         path = COMPONENTS / domain / "manifest.json"
         if not path.exists():
             continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        requirements.update(data.get("requirements", []))
-        todo.extend(data.get("dependencies", []))
+        manifest = _manifest(path)
+        requirements.update(manifest.get("requirements", []))
+        todo.extend(manifest.get("dependencies", []))
     return sorted(requirements)
 
 
+def soul_dependencies() -> list[str]:
+    """Return the components Soul's manifest depends on."""
+    manifest = _manifest(SOUL_MANIFEST)
+    return [*manifest.get("dependencies", []), *manifest.get("after_dependencies", [])]
+
+
+def develop_domains(configured: Iterable[str]) -> set[str]:
+    """Return what a running Home Assistant sets up with ``configured`` integrations."""
+    from homeassistant import bootstrap  # noqa: PLC0415
+
+    return {
+        *bootstrap.CORE_INTEGRATIONS,
+        *bootstrap.LOGGING_AND_HTTP_DEPS_INTEGRATIONS,
+        *bootstrap.DEFAULT_INTEGRATIONS,
+        *soul_dependencies(),
+        *configured,
+    }
+
+
+def main() -> None:
+    """Print one requirement a line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--develop", action="store_true")
+    args = parser.parse_args()
+    domains = {*soul_dependencies(), *TEST_EXTRA}
+    if args.develop:
+        domains |= develop_domains(())
+    print("\n".join(requirements_for(domains)))
+
+
 if __name__ == "__main__":
-    print(
-        "\n".join(component_requirements(ROOT / "custom_components/soul/manifest.json"))
-    )
+    main()

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
+from unittest.mock import Mock
 
 import custom_components  # noqa: F401  # isort: skip
 from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.typing import (
+    MqttMockHAClient,
+    MqttMockPahoClient,
+)
 import pytest_socket
 
 from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
@@ -34,6 +39,21 @@ async def hass(hass: HomeAssistant) -> HomeAssistant:
     """
     assert await async_setup_component(hass, "homeassistant", {})
     return hass
+
+
+@pytest.fixture
+async def mqtt_mock(
+    mqtt_mock: MqttMockHAClient, mqtt_client_mock: MqttMockPahoClient
+) -> AsyncGenerator[MqttMockHAClient]:
+    """The plugin's mocked MQTT client, whose socket closes after the test.
+
+    The mock opens a socket but never closes it, so newer Home Assistant keeps
+    the client's periodic timer running past the test; close it as paho would.
+    """
+    yield mqtt_mock
+    mqtt_client_mock.on_socket_close(
+        mqtt_client_mock, None, Mock(fileno=Mock(return_value=-1))
+    )
 
 
 @pytest.fixture
@@ -83,7 +103,7 @@ def soul_entry(hass: HomeAssistant, soul_options: dict[str, Any]) -> MockConfigE
 
 @pytest.fixture
 async def init_integration(
-    hass: HomeAssistant, mqtt_mock: Any, soul_entry: MockConfigEntry
+    hass: HomeAssistant, mqtt_mock: MqttMockHAClient, soul_entry: MockConfigEntry
 ) -> MockConfigEntry:
     """Set Soul up on a mocked MQTT client and return its entry."""
     assert await hass.config_entries.async_setup(soul_entry.entry_id)

@@ -12,6 +12,10 @@ import json
 
 from amqtt.client import MQTTClient
 from homeassistant.components import mqtt
+from homeassistant.components.mqtt.const import (
+    CONFIG_ENTRY_MINOR_VERSION,
+    CONFIG_ENTRY_VERSION,
+)
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, callback
 import openai
@@ -134,17 +138,22 @@ async def test_home_assistant_mqtt_on_real_broker(
     entry = MockConfigEntry(
         domain=mqtt.DOMAIN,
         data={mqtt.CONF_BROKER: mqtt_broker.host, "port": mqtt_broker.port},
-        version=2,
+        version=CONFIG_ENTRY_VERSION,
+        minor_version=CONFIG_ENTRY_MINOR_VERSION,
     )
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     assert entry.state is ConfigEntryState.LOADED
     connected = asyncio.Event()
+
+    @callback
+    def on_status(state: bool) -> None:
+        if state:
+            connected.set()
+
+    unsubscribe_status = mqtt.async_subscribe_connection_status(hass, on_status)
     if mqtt.is_connected(hass):
         connected.set()
-    unsubscribe_status = mqtt.async_subscribe_connection_status(
-        hass, lambda state: state and connected.set()
-    )
     async with asyncio.timeout(10):
         await connected.wait()
     unsubscribe_status()
