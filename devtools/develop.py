@@ -18,8 +18,9 @@ from devtools.broker import MqttBroker, port_open
 from devtools.ha_requirements import develop_domains, requirements_for
 
 ROOT = Path(__file__).resolve().parent.parent
-# Integrations named in config/configuration.yaml.
-CONFIGURED = ("assist_pipeline", "logger")
+# Integrations named in config/configuration.yaml, and ai_task: the frontend's
+# service list imports it (and through it camera, which needs PyTurboJPEG).
+CONFIGURED = ("assist_pipeline", "logger", "ai_task")
 
 
 def install_runtime_requirements() -> None:

@@ -45,7 +45,9 @@ def requirements_for(domains: Iterable[str]) -> list[str]:
             continue
         manifest = _manifest(path)
         requirements.update(manifest.get("requirements", []))
+        # after_dependencies too: Home Assistant imports them with the component.
         todo.extend(manifest.get("dependencies", []))
+        todo.extend(manifest.get("after_dependencies", []))
     return sorted(requirements)
 
 
