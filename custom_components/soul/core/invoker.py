@@ -1,0 +1,171 @@
+"""Skill invocation: ``invoke/{request_id}`` out, ``result/{request_id}`` back (§3.6)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+import logging
+from typing import Any
+import uuid
+
+from .protocol import (
+    InvokeResult,
+    ProtocolError,
+    decode_json,
+    invoke_payload,
+    parse_result,
+)
+from .registry import TerminalRegistry
+from .topics import QOS_RETAIN, Kind, Topics
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 8.0
+TIMEOUT_ERROR = "timeout"
+
+# publish(topic, payload, qos, retain)
+type Publish = Callable[[str, str, int, bool], Awaitable[None]]
+
+
+class InvokeError(Exception):
+    """An invocation that could not be sent; ``key`` names the reason."""
+
+    key = "invoke_failed"
+
+    def __init__(self, message: str, **placeholders: str) -> None:
+        """Keep the placeholders for a translated message."""
+        super().__init__(message)
+        self.placeholders = placeholders
+
+
+class UnknownTerminalError(InvokeError):
+    """No such terminal."""
+
+    key = "unknown_terminal"
+
+
+class TerminalOfflineError(InvokeError):
+    """The terminal is offline or stale."""
+
+    key = "terminal_offline"
+
+
+class UnknownSkillError(InvokeError):
+    """The terminal has no such skill."""
+
+    key = "unknown_skill"
+
+
+class InvalidArgumentsError(InvokeError):
+    """The arguments do not fit the skill's input_schema."""
+
+    key = "invalid_arguments"
+
+
+class Invoker:
+    """Sends invocations and pairs them with their results."""
+
+    def __init__(
+        self,
+        registry: TerminalRegistry,
+        topics: Topics,
+        publish: Publish,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ) -> None:
+        """Invoke skills of ``registry``'s terminals through ``publish``."""
+        self._registry = registry
+        self._topics = topics
+        self._publish = publish
+        self.timeout = timeout
+        self._new_request_id = new_request_id
+        self._pending: dict[tuple[str, str], asyncio.Future[InvokeResult]] = {}
+
+    @property
+    def pending(self) -> int:
+        """Return how many invocations await their result."""
+        return len(self._pending)
+
+    async def invoke(
+        self,
+        terminal_id: str,
+        skill_name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> InvokeResult:
+        """Validate, publish and await the result; a timeout gives a failed result.
+
+        Raises ``InvokeError`` subclasses before anything is published.
+        """
+        arguments = {} if arguments is None else arguments
+        terminal = self._registry.get(terminal_id)
+        if terminal is None or terminal.skills is None:
+            raise UnknownTerminalError(
+                f"unknown terminal {terminal_id}", terminal=terminal_id
+            )
+        if not terminal.available:
+            raise TerminalOfflineError(
+                f"terminal {terminal_id} is offline", terminal=terminal_id
+            )
+        skill = terminal.skills.skill(skill_name)
+        if skill is None:
+            raise UnknownSkillError(
+                f"terminal {terminal_id} has no skill {skill_name}",
+                terminal=terminal_id,
+                skill=skill_name,
+            )
+        if errors := skill.argument_errors(dict(arguments)):
+            raise InvalidArgumentsError(
+                f"invalid arguments for {skill_name}: {'; '.join(errors)}",
+                skill=skill_name,
+                errors="; ".join(errors),
+            )
+        request_id = self._new_request_id()
+        key = (terminal_id, request_id)
+        future: asyncio.Future[InvokeResult] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._pending[key] = future
+        try:
+            qos, retain = QOS_RETAIN[Kind.INVOKE]
+            await self._publish(
+                self._topics.topic(terminal_id, Kind.INVOKE, request_id),
+                invoke_payload(request_id, skill_name, arguments),
+                qos,
+                retain,
+            )
+            async with asyncio.timeout(self.timeout if timeout is None else timeout):
+                return await future
+        except TimeoutError:
+            _LOGGER.warning(
+                "Terminal %s did not answer %s (%s) in time",
+                terminal_id,
+                skill_name,
+                request_id,
+            )
+            return InvokeResult(request_id, ok=False, error=TIMEOUT_ERROR)
+        finally:
+            self._pending.pop(key, None)
+
+    def handle_result(
+        self, terminal_id: str, request_id: str, payload: bytes | str
+    ) -> None:
+        """Resolve the invocation a ``result`` answers; log and drop anything else."""
+        future = self._pending.get((terminal_id, request_id))
+        if future is None or future.done():
+            _LOGGER.info(
+                "Dropped result %s of terminal %s: no invocation waits for it",
+                request_id,
+                terminal_id,
+            )
+            return
+        try:
+            result = parse_result(request_id, decode_json(payload))
+        except ProtocolError as err:
+            _LOGGER.warning(
+                "Dropped result %s of terminal %s: %s", request_id, terminal_id, err
+            )
+            return
+        future.set_result(result)

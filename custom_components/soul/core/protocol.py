@@ -1,0 +1,330 @@
+"""Payloads of the Soul-Body protocol v2, parsed once at the edge into dataclasses.
+
+Everything a body sends is untrusted: each parser either returns a snapshot the
+rest of Soul can trust or raises ``ProtocolError`` with a reason fit for a log
+line. Spec: ``soul-body-protocol-v2.md`` §3.3 to §3.10.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+import json
+import re
+from typing import Any
+
+from jsonschema import exceptions as jsonschema_exceptions, validators
+
+# Limits on what one message may carry.
+MAX_PAYLOAD_BYTES = 256 * 1024
+MAX_SKILLS = 64
+MAX_CATALOG_ENTRIES = 256
+MAX_SCHEMA_DEPTH = 12
+MAX_TEXT_LENGTH = 1024
+SKILL_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class ProtocolError(ValueError):
+    """A message that breaks the protocol; the text says why."""
+
+
+def decode_json(payload: bytes | str) -> Any:
+    """Decode a JSON payload within the size limit."""
+    size = len(payload.encode() if isinstance(payload, str) else payload)
+    if size > MAX_PAYLOAD_BYTES:
+        raise ProtocolError(f"payload of {size} bytes exceeds {MAX_PAYLOAD_BYTES}")
+    try:
+        return json.loads(payload)
+    except (ValueError, RecursionError) as err:
+        raise ProtocolError(f"payload is not valid JSON: {err}") from None
+
+
+def is_empty(payload: bytes | str) -> bool:
+    """Return whether a payload is empty (a cleared retained message)."""
+    return len(payload) == 0
+
+
+def parse_online(payload: bytes | str) -> bool:
+    """Return True for online, False for offline (§3.4: online/offline, true/false, 1/0)."""
+    text = payload.decode(errors="replace") if isinstance(payload, bytes) else payload
+    value = text.strip().strip('"').lower()
+    if value in ("online", "true", "1"):
+        return True
+    if value in ("offline", "false", "0"):
+        return False
+    raise ProtocolError(
+        f"online payload {text[:40]!r} is none of online/offline/true/false/1/0"
+    )
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Return the nesting depth of a JSON value, stopping past ``limit``."""
+    if limit < 0:
+        return 1
+    if isinstance(value, Mapping):
+        return 1 + max((_depth(v, limit - 1) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v, limit - 1) for v in value), default=0)
+    return 0
+
+
+def _version(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProtocolError(f"{key} must be a whole number >= 0, not {value!r}")
+    return value
+
+
+def _check_terminal_id(data: Mapping[str, Any], terminal_id: str) -> None:
+    claimed = data.get("terminal_id")
+    if claimed is not None and claimed != terminal_id:
+        raise ProtocolError(
+            f"terminal_id {claimed!r} in the payload does not match the topic's {terminal_id!r}"
+        )
+
+
+def _optional_text(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)[:MAX_TEXT_LENGTH] or None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """One skill of a body: a tool with a JSON-Schema for its arguments."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    validator: Any = field(compare=False, repr=False)
+
+    @property
+    def required(self) -> list[str]:
+        """Return the names of the required arguments."""
+        required = self.input_schema.get("required", [])
+        return (
+            [r for r in required if isinstance(r, str)]
+            if isinstance(required, list)
+            else []
+        )
+
+    @property
+    def properties(self) -> dict[str, dict[str, Any]]:
+        """Return the argument schemas by name."""
+        props = self.input_schema.get("properties", {})
+        return (
+            {k: v for k, v in props.items() if isinstance(v, dict)}
+            if isinstance(props, dict)
+            else {}
+        )
+
+    def argument_errors(self, arguments: Any) -> list[str]:
+        """Return why ``arguments`` do not fit the schema (empty when they do)."""
+        return sorted(
+            f"{'/'.join(map(str, error.absolute_path)) or '(arguments)'}: {error.message}"
+            for error in self.validator.iter_errors(arguments)
+        )
+
+
+def parse_skill(raw: Any) -> Skill:
+    """Check one entry of ``skills[]`` and return it as a ``Skill``."""
+    if not isinstance(raw, Mapping):
+        raise ProtocolError("a skill must be a JSON object")
+    name = raw.get("name")
+    if not isinstance(name, str) or not SKILL_NAME_RE.fullmatch(name):
+        raise ProtocolError(
+            f"skill name {name!r} is not snake_case (a-z, 0-9, _; up to 64)"
+        )
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise ProtocolError(f"skill {name}: description must be a string")
+    schema = raw.get("input_schema")
+    if schema is None:
+        schema = EMPTY_OBJECT_SCHEMA
+    if not isinstance(schema, Mapping):
+        raise ProtocolError(f"skill {name}: input_schema must be a JSON object")
+    schema = dict(schema)
+    if _depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+        raise ProtocolError(
+            f"skill {name}: input_schema is nested deeper than {MAX_SCHEMA_DEPTH}"
+        )
+    if schema.get("type", "object") != "object":
+        raise ProtocolError(f"skill {name}: input_schema must describe an object")
+    try:
+        cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+        cls.check_schema(schema)
+    except jsonschema_exceptions.SchemaError as err:
+        raise ProtocolError(
+            f"skill {name}: invalid input_schema: {err.message}"
+        ) from None
+    return Skill(name, description[:MAX_TEXT_LENGTH], schema, cls(schema))
+
+
+@dataclass(frozen=True, slots=True)
+class SkillsSnapshot:
+    """What a body can do (§3.3)."""
+
+    terminal_id: str
+    skill_version: int
+    skills: tuple[Skill, ...]
+    soul_hint: str | None = None
+    # (name or index, reason) of the skills left out of this snapshot.
+    rejected: tuple[tuple[str, str], ...] = ()
+    legacy: bool = False
+    model: str | None = None
+    manufacturer: str | None = None
+    firmware: str | None = None
+
+    def skill(self, name: str) -> Skill | None:
+        """Return the skill called ``name``."""
+        return next((s for s in self.skills if s.name == name), None)
+
+
+def parse_skills(terminal_id: str, data: Any) -> SkillsSnapshot:
+    """Parse a ``skills`` payload (object form, or the legacy bare array).
+
+    A bad skill is left out with its reason in ``rejected``; the rest of the
+    snapshot is kept. The whole snapshot is refused when the envelope is wrong
+    (not an object or array, mismatched ``terminal_id``, bad ``skill_version``,
+    ``skills`` missing or too long).
+    """
+    legacy = isinstance(data, list)
+    if legacy:
+        envelope: Mapping[str, Any] = {"skills": data}
+    elif isinstance(data, Mapping):
+        envelope = data
+        _check_terminal_id(envelope, terminal_id)
+    else:
+        raise ProtocolError("skills payload must be an object or an array")
+    raw_skills = envelope.get("skills")
+    if not isinstance(raw_skills, list):
+        raise ProtocolError("skills payload has no skills array")
+    if len(raw_skills) > MAX_SKILLS:
+        raise ProtocolError(
+            f"{len(raw_skills)} skills exceed the limit of {MAX_SKILLS}"
+        )
+    skills: list[Skill] = []
+    rejected: list[tuple[str, str]] = []
+    for index, raw in enumerate(raw_skills):
+        label = raw.get("name") if isinstance(raw, Mapping) else None
+        label = label if isinstance(label, str) else f"#{index}"
+        try:
+            skill = parse_skill(raw)
+        except ProtocolError as err:
+            rejected.append((label[:64], str(err)))
+            continue
+        if any(s.name == skill.name for s in skills):
+            rejected.append((skill.name, f"duplicate skill name {skill.name}"))
+            continue
+        skills.append(skill)
+    soul_hint = envelope.get("soul_hint")
+    return SkillsSnapshot(
+        terminal_id=terminal_id,
+        skill_version=_version(envelope, "skill_version"),
+        skills=tuple(skills),
+        soul_hint=soul_hint[:64] if isinstance(soul_hint, str) and soul_hint else None,
+        rejected=tuple(rejected),
+        legacy=legacy,
+        model=_optional_text(envelope, "model"),
+        manufacturer=_optional_text(envelope, "manufacturer"),
+        firmware=_optional_text(envelope, "firmware"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class IntentCatalogSnapshot:
+    """The intents a body can handle directly (§3.10); the intent filter reads them."""
+
+    terminal_id: str
+    catalog_version: int
+    intents: tuple[dict[str, Any], ...]
+
+
+def parse_intent_catalog(terminal_id: str, data: Any) -> IntentCatalogSnapshot:
+    """Parse an ``intent_catalog`` payload (object form, or a bare array).
+
+    Entries need a unique string ``id``; their match and slot rules are checked
+    by the intent filter when it compiles the catalog.
+    """
+    if isinstance(data, list):
+        envelope: Mapping[str, Any] = {"intent_catalog": data}
+    elif isinstance(data, Mapping):
+        envelope = data
+        _check_terminal_id(envelope, terminal_id)
+    else:
+        raise ProtocolError("intent_catalog payload must be an object or an array")
+    entries = envelope.get("intent_catalog")
+    if not isinstance(entries, list):
+        raise ProtocolError("intent_catalog payload has no intent_catalog array")
+    if len(entries) > MAX_CATALOG_ENTRIES:
+        raise ProtocolError(
+            f"{len(entries)} catalog entries exceed the limit of {MAX_CATALOG_ENTRIES}"
+        )
+    seen: set[str] = set()
+    for entry in entries:
+        if (
+            not isinstance(entry, Mapping)
+            or not isinstance(entry.get("id"), str)
+            or not entry["id"]
+        ):
+            raise ProtocolError("every intent_catalog entry needs a string id")
+        if entry["id"] in seen:
+            raise ProtocolError(f"duplicate intent id {entry['id']!r}")
+        seen.add(entry["id"])
+    return IntentCatalogSnapshot(
+        terminal_id=terminal_id,
+        catalog_version=_version(envelope, "catalog_version"),
+        intents=tuple(dict(e) for e in entries),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeResult:
+    """The outcome of one invocation (§3.6); Soul makes failed ones for timeouts."""
+
+    request_id: str
+    ok: bool
+    output: Any = None
+    error: str | None = None
+
+
+def parse_result(request_id: str, data: Any) -> InvokeResult:
+    """Parse a ``result/{request_id}`` payload."""
+    if not isinstance(data, Mapping):
+        raise ProtocolError("result payload must be a JSON object")
+    if data.get("request_id") != request_id:
+        raise ProtocolError(
+            f"result request_id {data.get('request_id')!r} does not match the topic's {request_id!r}"
+        )
+    ok = data.get("ok")
+    if not isinstance(ok, bool):
+        raise ProtocolError("result needs a boolean ok")
+    error = data.get("error")
+    if not ok and (not isinstance(error, str) or not error):
+        raise ProtocolError("a result with ok=false must carry an error")
+    return InvokeResult(
+        request_id=request_id,
+        ok=ok,
+        output=data.get("output"),
+        error=error[:MAX_TEXT_LENGTH] if isinstance(error, str) and error else None,
+    )
+
+
+def invoke_payload(request_id: str, skill: str, arguments: Mapping[str, Any]) -> str:
+    """Return the JSON of an ``invoke`` message."""
+    return json.dumps(
+        {"request_id": request_id, "skill": skill, "arguments": dict(arguments)},
+        ensure_ascii=False,
+    )
+
+
+def status_payload(status: str, message: str, session_id: str | None, ts: str) -> str:
+    """Return the JSON of a ``status`` message (§3.7)."""
+    body: dict[str, Any] = {"status": status, "message": message, "ts": ts}
+    if session_id is not None:
+        body["session_id"] = session_id
+    return json.dumps(body, ensure_ascii=False)

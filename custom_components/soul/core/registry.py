@@ -1,0 +1,241 @@
+"""The terminal registry: what every body last said about itself.
+
+It plays the role a coordinator plays in other integrations: the MQTT bridge
+feeds it messages, it keeps one ``Terminal`` per body, and listeners (entities,
+the device registry) hear about changes. Nothing here raises out of
+``handle_message``: a bad message is logged and dropped, the state untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+import logging
+import time
+
+from .protocol import (
+    IntentCatalogSnapshot,
+    ProtocolError,
+    SkillsSnapshot,
+    decode_json,
+    is_empty,
+    parse_intent_catalog,
+    parse_online,
+    parse_skills,
+)
+from .topics import Kind, valid_terminal_id
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_TTL = 60.0
+MAX_TERMINALS = 1024
+
+
+class Change(StrEnum):
+    """What happened to a terminal."""
+
+    ADDED = "added"  # first skills snapshot: the terminal now exists as a device
+    UPDATED = "updated"  # skills or catalog changed
+    AVAILABILITY = "availability"  # online, offline, stale or back
+    HEARTBEAT = "heartbeat"
+    REMOVED = "removed"  # its retained skills snapshot was cleared
+
+
+@dataclass(slots=True)
+class Terminal:
+    """One body as Soul knows it."""
+
+    terminal_id: str
+    online: bool | None = None
+    last_seen: float | None = None  # registry clock (monotonic)
+    last_heartbeat: datetime | None = None
+    skills: SkillsSnapshot | None = None
+    catalog: IntentCatalogSnapshot | None = None
+    stale: bool = False
+
+    @property
+    def registered(self) -> bool:
+        """Return whether the body has announced its skills (it is a device)."""
+        return self.skills is not None
+
+    @property
+    def available(self) -> bool:
+        """Return whether the body is online and has been heard within the TTL."""
+        return self.online is True and not self.stale
+
+
+def accept_version(current: int | None, new: int) -> bool:
+    """Apply §3.3's version rules: no rollback, no 0 over a version, equal overwrites."""
+    if not current:
+        return True
+    return new >= current
+
+
+type Listener = Callable[[Terminal, Change], None]
+
+
+class TerminalRegistry:
+    """Keeps every terminal's state from its MQTT messages."""
+
+    def __init__(
+        self,
+        *,
+        ttl: float = DEFAULT_TTL,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        max_terminals: int = MAX_TERMINALS,
+    ) -> None:
+        """Create an empty registry; ``clock`` measures the TTL, ``now`` stamps heartbeats."""
+        self.ttl = ttl
+        self._clock = clock
+        self._now = now
+        self._max_terminals = max_terminals
+        self._terminals: dict[str, Terminal] = {}
+        self._listeners: list[Listener] = []
+
+    def __iter__(self) -> Iterator[Terminal]:
+        """Iterate over the registered terminals."""
+        return (t for t in self._terminals.values() if t.registered)
+
+    def get(self, terminal_id: str) -> Terminal | None:
+        """Return a registered terminal."""
+        terminal = self._terminals.get(terminal_id)
+        return terminal if terminal is not None and terminal.registered else None
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` on every change of a registered terminal; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _notify(self, terminal: Terminal, change: Change) -> None:
+        if not terminal.registered and change is not Change.REMOVED:
+            return
+        for listener in list(self._listeners):
+            try:
+                listener(terminal, change)
+            except Exception:
+                _LOGGER.exception("Terminal listener failed on %s", change)
+
+    def handle_message(
+        self, kind: Kind, terminal_id: str, payload: bytes | str
+    ) -> None:
+        """Apply one message a body published; log and drop what is invalid."""
+        try:
+            self._handle(kind, terminal_id, payload)
+        except ProtocolError as err:
+            _LOGGER.warning("Dropped %s of terminal %s: %s", kind, terminal_id, err)
+
+    def _terminal(self, terminal_id: str) -> Terminal:
+        if (terminal := self._terminals.get(terminal_id)) is not None:
+            return terminal
+        if not valid_terminal_id(terminal_id):
+            raise ProtocolError("invalid terminal id")
+        if len(self._terminals) >= self._max_terminals:
+            raise ProtocolError(
+                f"more than {self._max_terminals} terminals; ignoring new ones"
+            )
+        terminal = self._terminals[terminal_id] = Terminal(terminal_id)
+        return terminal
+
+    def _seen(self, terminal: Terminal) -> bool:
+        """Record activity; return whether the terminal came back from stale."""
+        terminal.last_seen = self._clock()
+        if terminal.stale:
+            terminal.stale = False
+            return True
+        return False
+
+    def _handle(self, kind: Kind, terminal_id: str, payload: bytes | str) -> None:
+        if kind is Kind.SKILLS and is_empty(payload):
+            self._remove(terminal_id)
+            return
+        if kind not in (Kind.ONLINE, Kind.HEARTBEAT, Kind.SKILLS, Kind.INTENT_CATALOG):
+            raise ProtocolError(
+                f"{kind} is not a message bodies publish to the registry"
+            )
+        if is_empty(payload) and terminal_id not in self._terminals:
+            return  # clearing something Soul never knew
+        terminal = self._terminal(terminal_id)
+        if kind is Kind.ONLINE:
+            self._online(terminal, payload)
+        elif kind is Kind.HEARTBEAT:
+            if is_empty(payload):
+                return
+            came_back = self._seen(terminal)
+            terminal.last_heartbeat = self._now()
+            self._notify(
+                terminal, Change.AVAILABILITY if came_back else Change.HEARTBEAT
+            )
+        elif kind is Kind.SKILLS:
+            self._skills(terminal, parse_skills(terminal_id, decode_json(payload)))
+        else:
+            self._catalog(terminal, payload)
+
+    def _online(self, terminal: Terminal, payload: bytes | str) -> None:
+        online = None if is_empty(payload) else parse_online(payload)
+        came_back = self._seen(terminal)
+        if online != terminal.online or came_back:
+            terminal.online = online
+            self._notify(terminal, Change.AVAILABILITY)
+
+    def _skills(self, terminal: Terminal, snapshot: SkillsSnapshot) -> None:
+        current = terminal.skills.skill_version if terminal.skills else None
+        if not accept_version(current, snapshot.skill_version):
+            raise ProtocolError(
+                f"skill_version {snapshot.skill_version} would replace {current}; ignored"
+            )
+        for name, reason in snapshot.rejected:
+            _LOGGER.warning(
+                "Terminal %s: skill %s rejected: %s", terminal.terminal_id, name, reason
+            )
+        added = not terminal.registered
+        came_back = self._seen(terminal)
+        terminal.skills = snapshot
+        self._notify(terminal, Change.ADDED if added else Change.UPDATED)
+        if came_back and not added:
+            self._notify(terminal, Change.AVAILABILITY)
+
+    def _catalog(self, terminal: Terminal, payload: bytes | str) -> None:
+        if is_empty(payload):
+            terminal.catalog = None
+            self._notify(terminal, Change.UPDATED)
+            return
+        snapshot = parse_intent_catalog(terminal.terminal_id, decode_json(payload))
+        current = terminal.catalog.catalog_version if terminal.catalog else None
+        if not accept_version(current, snapshot.catalog_version):
+            raise ProtocolError(
+                f"catalog_version {snapshot.catalog_version} would replace {current}; ignored"
+            )
+        came_back = self._seen(terminal)
+        terminal.catalog = snapshot
+        self._notify(terminal, Change.UPDATED)
+        if came_back:
+            self._notify(terminal, Change.AVAILABILITY)
+
+    def _remove(self, terminal_id: str) -> None:
+        terminal = self._terminals.pop(terminal_id, None)
+        if terminal is not None and terminal.registered:
+            _LOGGER.info("Terminal %s cleared its skills; removing it", terminal_id)
+            self._notify(terminal, Change.REMOVED)
+
+    def expire(self) -> list[str]:
+        """Mark terminals silent for longer than the TTL stale; return their ids."""
+        now = self._clock()
+        expired = []
+        for terminal in self._terminals.values():
+            if (
+                not terminal.stale
+                and terminal.last_seen is not None
+                and now - terminal.last_seen > self.ttl
+            ):
+                terminal.stale = True
+                expired.append(terminal.terminal_id)
+                _LOGGER.info(
+                    "Terminal %s silent for %.0f s; stale",
+                    terminal.terminal_id,
+                    self.ttl,
+                )
+                self._notify(terminal, Change.AVAILABILITY)
+        return expired

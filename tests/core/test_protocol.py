@@ -1,0 +1,238 @@
+"""Parsing of body payloads: every malformed case is a ProtocolError with a reason."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from custom_components.soul.core.protocol import (
+    MAX_CATALOG_ENTRIES,
+    MAX_PAYLOAD_BYTES,
+    MAX_SCHEMA_DEPTH,
+    MAX_SKILLS,
+    ProtocolError,
+    decode_json,
+    invoke_payload,
+    parse_intent_catalog,
+    parse_online,
+    parse_result,
+    parse_skills,
+    status_payload,
+)
+
+from .spec_payloads import CATALOG, SKILLS, catalog, skills
+
+
+@pytest.mark.parametrize(
+    ("payload", "online"),
+    [
+        ("online", True), (b"true", True), ("1", True), (" ONLINE\n", True), ('"online"', True),
+        ("offline", False), (b"false", False), ("0", False),
+    ],
+)  # fmt: skip
+def test_online_values(payload: Any, online: bool) -> None:
+    assert parse_online(payload) is online
+
+
+@pytest.mark.parametrize("payload", ["", "yes", b"\xff\xfe", "2", "on line"])
+def test_online_garbage(payload: Any) -> None:
+    with pytest.raises(ProtocolError):
+        parse_online(payload)
+
+
+def test_decode_json_limits() -> None:
+    assert decode_json(b'{"a": 1}') == {"a": 1}
+    with pytest.raises(ProtocolError, match="not valid JSON"):
+        decode_json(b"{nope")
+    with pytest.raises(ProtocolError, match="not valid JSON"):
+        decode_json(b"\xff\xfe")
+    with pytest.raises(ProtocolError, match="exceeds"):
+        decode_json(b" " * (MAX_PAYLOAD_BYTES + 1))
+    with pytest.raises(ProtocolError):
+        decode_json("[" * 100_000 + "]" * 100_000)
+
+
+def test_spec_skills_snapshot() -> None:
+    snapshot = parse_skills("terminal-001", SKILLS)
+    assert snapshot.skill_version == 3
+    assert snapshot.soul_hint == "friendly"
+    assert [s.name for s in snapshot.skills] == [
+        "control_light",
+        "create_alarm",
+        "set_head_motion",
+    ]
+    assert snapshot.rejected == ()
+    light = snapshot.skill("control_light")
+    assert light is not None
+    assert light.required == ["mode"]
+    assert light.argument_errors({"mode": "set_color", "color": "green"}) == []
+    assert light.argument_errors({"mode": "blink"}) != []
+    assert light.argument_errors({}) == ["(arguments): 'mode' is a required property"]
+    alarm = snapshot.skill("create_alarm")
+    assert alarm is not None
+    assert alarm.argument_errors({"trigger_in_seconds": 0}) == [
+        "trigger_in_seconds: 0 is less than the minimum of 1"
+    ]
+
+
+def test_legacy_bare_array() -> None:
+    snapshot = parse_skills("terminal-001", SKILLS["skills"])
+    assert snapshot.legacy
+    assert snapshot.skill_version == 0
+    assert snapshot.soul_hint is None
+    assert len(snapshot.skills) == 3
+
+
+def test_device_fields() -> None:
+    snapshot = parse_skills(
+        "t", skills(terminal_id="t", model="Desk bot", firmware=2.1, manufacturer=["x"])
+    )
+    assert (snapshot.model, snapshot.firmware, snapshot.manufacturer) == (
+        "Desk bot",
+        "2.1",
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (skills(terminal_id="other"), "does not match"),
+        ("text", "object or an array"),
+        (42, "object or an array"),
+        ({"skill_version": 1}, "no skills array"),
+        (skills(skills={"a": 1}), "no skills array"),
+        (skills(skill_version=-1), "whole number"),
+        (skills(skill_version=1.5), "whole number"),
+        (skills(skill_version=True), "whole number"),
+        (skills(skills=[{"name": f"s{i}"} for i in range(MAX_SKILLS + 1)]), "exceed"),
+    ],
+)
+def test_refused_snapshots(payload: Any, reason: str) -> None:
+    with pytest.raises(ProtocolError, match=reason):
+        parse_skills("terminal-001", payload)
+
+
+def nested(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"x": schema}}
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("skill", "reason"),
+    [
+        ("not an object", "JSON object"),
+        ({"description": "no name"}, "snake_case"),
+        ({"name": "TurnOn"}, "snake_case"),
+        ({"name": "turn on"}, "snake_case"),
+        ({"name": "x" * 65}, "snake_case"),
+        ({"name": "ok", "description": 3}, "description"),
+        ({"name": "ok", "input_schema": []}, "JSON object"),
+        ({"name": "ok", "input_schema": {"type": "string"}}, "describe an object"),
+        ({"name": "ok", "input_schema": {"type": "object", "properties": {"a": {"type": "nope"}}}}, "invalid input_schema"),
+        ({"name": "ok", "input_schema": {"type": "object", "required": "a"}}, "invalid input_schema"),
+        ({"name": "ok", "input_schema": nested(MAX_SCHEMA_DEPTH)}, "nested deeper"),
+    ],
+)  # fmt: skip
+def test_bad_skill_is_rejected_rest_kept(skill: Any, reason: str) -> None:
+    payload = skills(skills=[*SKILLS["skills"], skill])
+    snapshot = parse_skills("terminal-001", payload)
+    assert len(snapshot.skills) == 3
+    assert len(snapshot.rejected) == 1
+    assert reason in snapshot.rejected[0][1]
+
+
+def test_duplicate_names_keep_the_first() -> None:
+    first = {"name": "beep", "description": "first"}
+    snapshot = parse_skills(
+        "t", skills(terminal_id="t", skills=[first, {"name": "beep"}])
+    )
+    assert [s.description for s in snapshot.skills] == ["first"]
+    assert snapshot.rejected == (("beep", "duplicate skill name beep"),)
+
+
+def test_skill_without_schema_takes_no_arguments() -> None:
+    snapshot = parse_skills("t", skills(terminal_id="t", skills=[{"name": "beep"}]))
+    beep = snapshot.skills[0]
+    assert beep.required == []
+    assert beep.argument_errors({}) == []
+    assert beep.argument_errors([]) != []
+
+
+def test_spec_catalog() -> None:
+    snapshot = parse_intent_catalog("terminal-001", CATALOG)
+    assert snapshot.catalog_version == 12
+    assert [i["id"] for i in snapshot.intents] == [
+        "intent_light_control",
+        "intent_alarm_create",
+    ]
+    assert parse_intent_catalog("t", []).intents == ()
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (catalog(terminal_id="other"), "does not match"),
+        ("x", "object or an array"),
+        ({"catalog_version": 1}, "no intent_catalog array"),
+        (catalog(catalog_version="12"), "whole number"),
+        (catalog(intent_catalog=[{"name": "no id"}]), "string id"),
+        (catalog(intent_catalog=["x"]), "string id"),
+        (catalog(intent_catalog=[{"id": "a"}, {"id": "a"}]), "duplicate"),
+        (
+            catalog(
+                intent_catalog=[{"id": f"i{n}"} for n in range(MAX_CATALOG_ENTRIES + 1)]
+            ),
+            "exceed",
+        ),
+    ],
+)
+def test_refused_catalogs(payload: Any, reason: str) -> None:
+    with pytest.raises(ProtocolError, match=reason):
+        parse_intent_catalog("terminal-001", payload)
+
+
+def test_results() -> None:
+    ok = parse_result("r1", {"request_id": "r1", "ok": True, "output": "done"})
+    assert (ok.ok, ok.output, ok.error) == (True, "done", None)
+    failed = parse_result(
+        "r1", {"request_id": "r1", "ok": False, "output": "x", "error": "bad"}
+    )
+    assert (failed.ok, failed.error) == (False, "bad")
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ({"ok": True}, "does not match"),
+        ({"request_id": "r2", "ok": True}, "does not match"),
+        ({"request_id": "r1", "ok": "yes"}, "boolean ok"),
+        ({"request_id": "r1", "ok": False}, "must carry an error"),
+        ({"request_id": "r1", "ok": False, "error": ""}, "must carry an error"),
+        (["r1"], "JSON object"),
+    ],
+)
+def test_bad_results(payload: Any, reason: str) -> None:
+    with pytest.raises(ProtocolError, match=reason):
+        parse_result("r1", payload)
+
+
+def test_outgoing_payloads() -> None:
+    assert json.loads(invoke_payload("r", "control_light", {"mode": "on"})) == {
+        "request_id": "r",
+        "skill": "control_light",
+        "arguments": {"mode": "on"},
+    }
+    assert json.loads(
+        status_payload("mem0_searching", "正在回顾", "s1", "2026-02-20T16:20:00Z")
+    ) == {
+        "status": "mem0_searching",
+        "message": "正在回顾",
+        "session_id": "s1",
+        "ts": "2026-02-20T16:20:00Z",
+    }
+    assert "session_id" not in json.loads(status_payload("x", "y", None, "t"))

@@ -1,0 +1,231 @@
+"""The terminal registry: online, heartbeat TTL, snapshots, versions, removal, limits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+import json
+from typing import Any
+
+import pytest
+
+from custom_components.soul.core.registry import Change, Terminal, TerminalRegistry
+from custom_components.soul.core.topics import Kind
+
+from .spec_payloads import catalog, skills
+
+T = "terminal-001"
+
+
+class Clock:
+    """A hand-driven monotonic clock."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def registry(clock: Clock) -> TerminalRegistry:
+    return TerminalRegistry(clock=clock, now=lambda: datetime(2026, 2, 22, tzinfo=UTC))
+
+
+@pytest.fixture
+def changes(registry: TerminalRegistry) -> list[tuple[str, Change]]:
+    seen: list[tuple[str, Change]] = []
+    registry.subscribe(
+        lambda terminal, change: seen.append((terminal.terminal_id, change))
+    )
+    return seen
+
+
+def send(
+    registry: TerminalRegistry, kind: Kind, payload: Any, terminal_id: str = T
+) -> None:
+    data = payload if isinstance(payload, (str, bytes)) else json.dumps(payload)
+    registry.handle_message(kind, terminal_id, data)
+
+
+def connect(
+    registry: TerminalRegistry, terminal_id: str = T, version: int = 3
+) -> Terminal:
+    send(registry, Kind.ONLINE, "online", terminal_id)
+    send(
+        registry,
+        Kind.SKILLS,
+        skills(terminal_id=terminal_id, skill_version=version),
+        terminal_id,
+    )
+    send(registry, Kind.INTENT_CATALOG, catalog(terminal_id=terminal_id), terminal_id)
+    send(registry, Kind.HEARTBEAT, "1", terminal_id)
+    terminal = registry.get(terminal_id)
+    assert terminal is not None
+    return terminal
+
+
+def test_connect_sequence(registry: TerminalRegistry, changes: list) -> None:
+    send(registry, Kind.ONLINE, "online")
+    assert registry.get(T) is None  # no device before skills
+    assert changes == []
+    terminal = connect(registry)
+    assert terminal.available
+    assert terminal.skills is not None and terminal.skills.skill_version == 3
+    assert terminal.catalog is not None and terminal.catalog.catalog_version == 12
+    assert terminal.last_heartbeat == datetime(2026, 2, 22, tzinfo=UTC)
+    assert [c for _, c in changes] == [Change.ADDED, Change.UPDATED, Change.HEARTBEAT]
+    assert [t.terminal_id for t in registry] == [T]
+
+
+@pytest.mark.parametrize(
+    ("on", "off"), [("online", "offline"), ("true", "false"), ("1", "0")]
+)
+def test_online_forms(
+    registry: TerminalRegistry, changes: list, on: str, off: str
+) -> None:
+    terminal = connect(registry)
+    changes.clear()
+    send(registry, Kind.ONLINE, off)
+    assert not terminal.available
+    send(registry, Kind.ONLINE, on)
+    assert terminal.available
+    assert [c for _, c in changes] == [Change.AVAILABILITY, Change.AVAILABILITY]
+    send(registry, Kind.ONLINE, on)  # no change, no event
+    assert len(changes) == 2
+
+
+def test_heartbeat_ttl(registry: TerminalRegistry, clock: Clock, changes: list) -> None:
+    terminal = connect(registry)
+    clock.now += 59
+    assert registry.expire() == []
+    assert terminal.available
+    clock.now += 2
+    assert registry.expire() == [T]
+    assert terminal.stale and not terminal.available
+    assert changes[-1] == (T, Change.AVAILABILITY)
+    assert registry.expire() == []  # reported once
+    send(registry, Kind.HEARTBEAT, "1")
+    assert terminal.available
+    assert changes[-1] == (T, Change.AVAILABILITY)
+
+
+def test_skill_versions(registry: TerminalRegistry, changes: list) -> None:
+    terminal = connect(registry, version=3)
+    for version, accepted in [(2, False), (0, False), (3, True), (4, True), (3, False)]:
+        payload = skills(skill_version=version)
+        payload["skills"] = payload["skills"][:1] if version % 2 else payload["skills"]
+        send(registry, Kind.SKILLS, payload)
+        assert terminal.skills is not None
+        if accepted:
+            assert terminal.skills.skill_version == version
+        else:
+            assert terminal.skills.skill_version != version or version == 3
+
+
+def test_unversioned_terminal_accepts_anything(registry: TerminalRegistry) -> None:
+    send(registry, Kind.SKILLS, skills(skill_version=0))
+    send(registry, Kind.SKILLS, skills()["skills"][:1])  # legacy array
+    terminal = registry.get(T)
+    assert terminal is not None and terminal.skills is not None
+    assert len(terminal.skills.skills) == 1
+    send(registry, Kind.SKILLS, skills(skill_version=5))
+    send(registry, Kind.SKILLS, skills()["skills"][:1])  # now refused: 0 over 5
+    assert terminal.skills.skill_version == 5
+
+
+def test_catalog_versions_and_clear(registry: TerminalRegistry, changes: list) -> None:
+    terminal = connect(registry)
+    send(registry, Kind.INTENT_CATALOG, catalog(catalog_version=11))
+    assert terminal.catalog is not None and terminal.catalog.catalog_version == 12
+    send(registry, Kind.INTENT_CATALOG, catalog(catalog_version=13, intent_catalog=[]))
+    assert terminal.catalog.catalog_version == 13
+    assert terminal.catalog.intents == ()
+    send(registry, Kind.INTENT_CATALOG, b"")
+    assert terminal.catalog is None
+
+
+def test_cleared_skills_remove_the_terminal(
+    registry: TerminalRegistry, changes: list
+) -> None:
+    connect(registry)
+    send(registry, Kind.SKILLS, b"")
+    assert registry.get(T) is None
+    assert changes[-1] == (T, Change.REMOVED)
+    send(registry, Kind.SKILLS, b"")  # again: nothing to remove
+    assert changes[-1] == (T, Change.REMOVED)
+    assert sum(1 for _, c in changes if c is Change.REMOVED) == 1
+    terminal = connect(registry)  # re-registers as new
+    assert terminal.available
+    assert changes[-3][1] is Change.ADDED
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload"),
+    [
+        (Kind.SKILLS, b"{not json"),
+        (Kind.SKILLS, skills(terminal_id="someone-else")),
+        (Kind.SKILLS, "null"),
+        (Kind.INTENT_CATALOG, b"\xff"),
+        (Kind.INTENT_CATALOG, catalog(terminal_id="someone-else")),
+        (Kind.ONLINE, "maybe"),
+        (Kind.RESULT, "{}"),
+    ],
+)
+def test_malformed_messages_change_nothing(
+    registry: TerminalRegistry,
+    changes: list,
+    caplog: pytest.LogCaptureFixture,
+    kind: Kind,
+    payload: Any,
+) -> None:
+    terminal = connect(registry)
+    before = (terminal.online, terminal.skills, terminal.catalog)
+    changes.clear()
+    send(registry, kind, payload)
+    assert (terminal.online, terminal.skills, terminal.catalog) == before
+    assert changes == []
+    assert f"of terminal {T}" in caplog.text
+
+
+def test_rejected_skills_are_logged(
+    registry: TerminalRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    payload = skills()
+    payload["skills"].append({"name": "Bad Name"})
+    send(registry, Kind.SKILLS, payload)
+    terminal = registry.get(T)
+    assert terminal is not None and terminal.skills is not None
+    assert len(terminal.skills.skills) == 3
+    assert "skill Bad Name rejected" in caplog.text
+
+
+def test_invalid_terminal_ids_and_limit(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = TerminalRegistry(clock=clock, max_terminals=2)
+    send(registry, Kind.SKILLS, skills(terminal_id="bad id"), "bad id")
+    assert registry.get("bad id") is None
+    for n in range(3):
+        send(registry, Kind.SKILLS, skills(terminal_id=f"t{n}"), f"t{n}")
+    assert [t.terminal_id for t in registry] == ["t0", "t1"]
+    assert "more than 2 terminals" in caplog.text
+
+
+def test_a_failing_listener_does_not_break_others(registry: TerminalRegistry) -> None:
+    seen = []
+
+    def broken(terminal: Terminal, change: Change) -> None:
+        raise RuntimeError("listener bug")
+
+    registry.subscribe(broken)
+    unsubscribe = registry.subscribe(lambda t, c: seen.append(c))
+    connect(registry)
+    assert seen[0] is Change.ADDED
+    unsubscribe()
+    send(registry, Kind.ONLINE, "offline")
+    assert Change.AVAILABILITY not in seen
