@@ -184,7 +184,7 @@ async def test_many_concurrent_invocations(bus: Bus) -> None:
     ]
     while len(bus.published) < 10:
         await asyncio.sleep(0)
-    for topic, request, _, _ in reversed(bus.published):
+    for _, request, _, _ in reversed(bus.published):
         seconds = request["arguments"]["duration_seconds"]
         bus.invoker.handle_result(
             T,
