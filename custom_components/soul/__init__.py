@@ -2,17 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from homeassistant.components import mqtt
 from homeassistant.const import Platform
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryNotReady
-from homeassistant.helpers import issue_registry as ir
+from homeassistant.helpers import (
+    config_validation as cv,
+    device_registry as dr,
+    issue_registry as ir,
+)
+from homeassistant.helpers.typing import ConfigType
 
 from .const import DOMAIN
+from .core.registry import Change, Terminal
+from .entity import terminal_device_info
 from .runtime import SoulConfigEntry, async_create_runtime
+from .services import async_setup_services
 
-PLATFORMS: list[Platform] = []
+PLATFORMS: list[Platform] = [
+    Platform.BINARY_SENSOR,
+    Platform.BUTTON,
+    Platform.LIGHT,
+    Platform.SELECT,
+    Platform.SENSOR,
+]
 ISSUE_MQTT_NOT_CONFIGURED = "mqtt_not_configured"
+CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
+
+
+async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
+    """Register Soul's actions."""
+    async_setup_services(hass)
+    return True
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
@@ -33,11 +56,51 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
         raise ConfigEntryNotReady(
             translation_domain=DOMAIN, translation_key="mqtt_unavailable"
         )
-    entry.runtime_data = await async_create_runtime(hass, entry)
+    runtime = entry.runtime_data = await async_create_runtime(hass, entry)
+    entry.async_on_unload(runtime.registry.subscribe(_device_sync(hass, entry)))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    # Subscribe last: retained snapshots then find every listener in place.
+    await runtime.bridge.async_start()
+    entry.async_on_unload(runtime.bridge.async_stop)
     return True
+
+
+def _device_sync(
+    hass: HomeAssistant, entry: SoulConfigEntry
+) -> Callable[[Terminal, Change], None]:
+    """Return the listener that keeps terminal devices in the device registry."""
+    devices = dr.async_get(hass)
+
+    @callback
+    def sync(terminal: Terminal, change: Change) -> None:
+        if change in (Change.ADDED, Change.UPDATED):
+            devices.async_get_or_create(
+                config_entry_id=entry.entry_id, **terminal_device_info(terminal)
+            )
+        elif change is Change.REMOVED and (
+            device := devices.async_get_device(
+                identifiers={(DOMAIN, terminal.terminal_id)}
+            )
+        ):
+            devices.async_update_device(
+                device.id, remove_config_entry_id=entry.entry_id
+            )
+
+    return sync
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
     """Unload the Soul hub."""
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+
+
+async def async_remove_config_entry_device(
+    hass: HomeAssistant, entry: SoulConfigEntry, device: dr.DeviceEntry
+) -> bool:
+    """Let the user delete a terminal device unless the body is connected now."""
+    registry = entry.runtime_data.registry
+    return not any(
+        (terminal := registry.get(identifier)) is not None and terminal.available
+        for domain, identifier in device.identifiers
+        if domain == DOMAIN
+    )

@@ -18,6 +18,7 @@ from homeassistant.helpers.selector import (
     TextSelectorConfig,
     TextSelectorType,
 )
+from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import voluptuous as vol
 
 from .const import (
@@ -31,7 +32,7 @@ from .const import (
     TITLE,
 )
 from .core.llm import LLMAuthError, LLMConnectionError
-from .core.topics import InvalidPrefixError, normalize_prefix
+from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .runtime import SoulConfigEntry, async_create_llm, llm_endpoint_from_config
 
 SETTINGS_SCHEMA = vol.Schema(
@@ -152,6 +153,29 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
                 entry, options=settings
             ),
         )
+
+    async def async_step_mqtt(
+        self, discovery_info: MqttServiceInfo
+    ) -> ConfigFlowResult:
+        """Offer Soul when a body first announces itself on the default prefix."""
+        parsed = Topics(DEFAULT_TOPIC_PREFIX).parse(discovery_info.topic)
+        if parsed is None or parsed.kind is not Kind.ONLINE:
+            return self.async_abort(reason="invalid_discovery_info")
+        await self.async_set_unique_id(DOMAIN)
+        self._abort_if_unique_id_configured()
+        self.context["title_placeholders"] = {"terminal": parsed.terminal_id}
+        return await self.async_step_mqtt_confirm()
+
+    async def async_step_mqtt_confirm(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Confirm, then ask for the usual settings."""
+        if user_input is None:
+            return self.async_show_form(
+                step_id="mqtt_confirm",
+                description_placeholders=self.context["title_placeholders"],
+            )
+        return await self.async_step_user()
 
     @staticmethod
     @callback

@@ -1,12 +1,20 @@
-"""The base class of every Soul entity."""
+"""Base classes of Soul's entities and the helper that adds them per terminal."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
+from homeassistant.core import callback
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.entity import Entity
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DOMAIN, TITLE
+from .core.protocol import InvokeResult, Skill
+from .core.registry import Change, Terminal
 from .runtime import SoulConfigEntry
+from .services import async_invoke_or_raise
 
 
 class SoulEntity(Entity):
@@ -31,3 +39,142 @@ def hub_device_info(entry: SoulConfigEntry) -> DeviceInfo:
         manufacturer=TITLE,
         name=TITLE,
     )
+
+
+def terminal_device_info(terminal: Terminal) -> DeviceInfo:
+    """Return the device of a terminal, with model and firmware when it told them."""
+    info = DeviceInfo(
+        identifiers={(DOMAIN, terminal.terminal_id)}, name=terminal.terminal_id
+    )
+    if (skills := terminal.skills) is not None:
+        if skills.model:
+            info["model"] = skills.model
+        if skills.manufacturer:
+            info["manufacturer"] = skills.manufacturer
+        if skills.firmware:
+            info["sw_version"] = skills.firmware
+    return info
+
+
+class TerminalEntity(Entity):
+    """An entity of one terminal; unavailable while the terminal is offline or stale."""
+
+    _attr_has_entity_name = True
+    _attr_should_poll = False
+    # Changes that make the entity write its state.
+    _changes: frozenset[Change] = frozenset({Change.UPDATED, Change.AVAILABILITY})
+
+    def __init__(self, entry: SoulConfigEntry, terminal: Terminal, key: str) -> None:
+        """Attach the entity to the terminal's device; ``key`` makes it unique."""
+        self.entry = entry
+        self.terminal_id = terminal.terminal_id
+        self._attr_unique_id = f"{terminal.terminal_id}-{key}"
+        self._attr_device_info = DeviceInfo(
+            identifiers={(DOMAIN, terminal.terminal_id)}
+        )
+
+    @property
+    def terminal(self) -> Terminal | None:
+        """Return the terminal as the registry knows it now."""
+        return self.entry.runtime_data.registry.get(self.terminal_id)
+
+    @property
+    def available(self) -> bool:
+        """Return whether the terminal is online and heard within the TTL."""
+        terminal = self.terminal
+        return terminal is not None and terminal.available
+
+    async def async_added_to_hass(self) -> None:
+        """Follow the terminal's changes."""
+        self.async_on_remove(
+            self.entry.runtime_data.registry.subscribe(
+                self._async_changed, self.terminal_id
+            )
+        )
+
+    @callback
+    def _async_changed(self, terminal: Terminal, change: Change) -> None:
+        if change in self._changes:
+            self.async_write_ha_state()
+
+
+class SkillEntity(TerminalEntity):
+    """An entity that stands for one skill of a terminal."""
+
+    def __init__(
+        self, entry: SoulConfigEntry, terminal: Terminal, skill: Skill
+    ) -> None:
+        """Name the entity after the skill."""
+        super().__init__(entry, terminal, f"skill-{skill.name}")
+        self.skill_name = skill.name
+        self._attr_name = skill.name.replace("_", " ").capitalize()
+
+    @property
+    def skill(self) -> Skill | None:
+        """Return the skill as the terminal announces it now."""
+        terminal = self.terminal
+        return (
+            None
+            if terminal is None or terminal.skills is None
+            else terminal.skills.skill(self.skill_name)
+        )
+
+    @property
+    def available(self) -> bool:
+        """Return whether the terminal is available and still has the skill."""
+        return super().available and self.skill is not None
+
+    async def async_invoke(self, arguments: dict) -> InvokeResult:
+        """Invoke the skill; failures become translated Home Assistant errors."""
+        return await async_invoke_or_raise(
+            self.entry,
+            self.terminal_id,
+            self.skill_name,
+            arguments,
+            raise_on_failure=True,
+        )
+
+
+type EntityBuilder = Callable[[SoulConfigEntry, Terminal], Iterable[TerminalEntity]]
+
+
+@callback
+def async_setup_terminal_entities(
+    entry: SoulConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+    build: EntityBuilder,
+    platform: str,
+) -> None:
+    """Add ``build``'s entities for every terminal now and whenever one appears or changes.
+
+    Entities whose skill disappeared from a new snapshot leave the entity registry.
+    """
+    registry = entry.runtime_data.registry
+    added: dict[str, set[str]] = {}
+
+    @callback
+    def sync(terminal: Terminal) -> None:
+        entities = {e.unique_id: e for e in build(entry, terminal)}
+        known = added.setdefault(terminal.terminal_id, set())
+        if new := [e for uid, e in entities.items() if uid not in known]:
+            known.update(e.unique_id for e in new if e.unique_id)
+            async_add_entities(new)
+        if gone := known - entities.keys():
+            entity_registry = er.async_get(entry.runtime_data.bridge.hass)
+            for unique_id in gone:
+                if entity_id := entity_registry.async_get_entity_id(
+                    platform, DOMAIN, unique_id
+                ):
+                    entity_registry.async_remove(entity_id)
+            known -= gone
+
+    @callback
+    def changed(terminal: Terminal, change: Change) -> None:
+        if change in (Change.ADDED, Change.UPDATED):
+            sync(terminal)
+        elif change is Change.REMOVED:
+            added.pop(terminal.terminal_id, None)
+
+    for terminal in registry:
+        sync(terminal)
+    entry.async_on_unload(registry.subscribe(changed))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
@@ -18,15 +18,29 @@ from .const import (
     CONF_TOPIC_PREFIX,
     DEFAULT_TOPIC_PREFIX,
 )
+from .core.invoker import Invoker
 from .core.llm import LLMEndpoint, OpenAICompatibleLLM
+from .core.registry import TerminalRegistry
+from .core.topics import Topics
+
+if TYPE_CHECKING:
+    from .mqtt_bridge import MqttBridge
 
 
 @dataclass(slots=True)
 class SoulRuntime:
     """Everything a loaded hub entry owns; dropped on unload."""
 
-    topic_prefix: str
+    topics: Topics
     llm: OpenAICompatibleLLM | None
+    registry: TerminalRegistry
+    invoker: Invoker
+    bridge: MqttBridge
+
+    @property
+    def topic_prefix(self) -> str:
+        """Return the MQTT topic prefix."""
+        return self.topics.prefix
 
 
 type SoulConfigEntry = ConfigEntry[SoulRuntime]
@@ -56,10 +70,16 @@ async def async_create_runtime(
     hass: HomeAssistant, entry: SoulConfigEntry
 ) -> SoulRuntime:
     """Build the runtime objects of a hub entry from its options."""
+    from .mqtt_bridge import MqttBridge  # noqa: PLC0415
+
     llm = None
     if endpoint := llm_endpoint_from_config(entry.options):
         llm = await async_create_llm(hass, endpoint)
+    topics = Topics(entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX))
+    registry = TerminalRegistry()
+    bridge = MqttBridge(hass, topics, registry)
+    invoker = Invoker(registry, topics, bridge.async_publish)
+    bridge.invoker = invoker
     return SoulRuntime(
-        topic_prefix=entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX),
-        llm=llm,
+        topics=topics, llm=llm, registry=registry, invoker=invoker, bridge=bridge
     )

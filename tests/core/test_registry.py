@@ -216,6 +216,18 @@ def test_invalid_terminal_ids_and_limit(
     assert "more than 2 terminals" in caplog.text
 
 
+def test_listeners_of_one_terminal(registry: TerminalRegistry) -> None:
+    mine: list[Change] = []
+    unsubscribe = registry.subscribe(lambda t, c: mine.append(c), "t2")
+    connect(registry)
+    assert mine == []
+    connect(registry, "t2")
+    assert mine[0] is Change.ADDED
+    unsubscribe()
+    send(registry, Kind.ONLINE, "offline", "t2")
+    assert Change.AVAILABILITY not in mine
+
+
 def test_a_failing_listener_does_not_break_others(registry: TerminalRegistry) -> None:
     seen = []
 

@@ -93,7 +93,8 @@ class TerminalRegistry:
         self._now = now
         self._max_terminals = max_terminals
         self._terminals: dict[str, Terminal] = {}
-        self._listeners: list[Listener] = []
+        # Listeners by terminal id; None holds those that hear every terminal.
+        self._listeners: dict[str | None, list[Listener]] = {}
 
     def __iter__(self) -> Iterator[Terminal]:
         """Iterate over the registered terminals."""
@@ -104,15 +105,31 @@ class TerminalRegistry:
         terminal = self._terminals.get(terminal_id)
         return terminal if terminal is not None and terminal.registered else None
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` on every change of a registered terminal; returns an unsubscribe."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+    def subscribe(
+        self, listener: Listener, terminal_id: str | None = None
+    ) -> Callable[[], None]:
+        """Call ``listener`` on changes of one registered terminal (or of all).
+
+        Returns the function that unsubscribes it.
+        """
+        listeners = self._listeners.setdefault(terminal_id, [])
+        listeners.append(listener)
+
+        def unsubscribe() -> None:
+            listeners.remove(listener)
+            if not listeners and self._listeners.get(terminal_id) is listeners:
+                del self._listeners[terminal_id]
+
+        return unsubscribe
 
     def _notify(self, terminal: Terminal, change: Change) -> None:
         if not terminal.registered and change is not Change.REMOVED:
             return
-        for listener in list(self._listeners):
+        listeners = [
+            *self._listeners.get(None, ()),
+            *self._listeners.get(terminal.terminal_id, ()),
+        ]
+        for listener in listeners:
             try:
                 listener(terminal, change)
             except Exception:

@@ -1,0 +1,38 @@
+"""A button for every skill that needs no arguments."""
+
+from __future__ import annotations
+
+from homeassistant.components.button import ButtonEntity
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from .core.registry import Terminal
+from .core.skill_profiles import Profile, profile
+from .entity import SkillEntity, async_setup_terminal_entities
+from .runtime import SoulConfigEntry
+
+PARALLEL_UPDATES = 0
+
+
+class SkillButton(SkillEntity, ButtonEntity):
+    """Pressing invokes the skill without arguments."""
+
+    async def async_press(self) -> None:
+        """Invoke the skill."""
+        await self.async_invoke({})
+
+
+def _build(entry: SoulConfigEntry, terminal: Terminal) -> list[SkillButton]:
+    skills = terminal.skills.skills if terminal.skills else ()
+    return [
+        SkillButton(entry, terminal, s) for s in skills if profile(s) is Profile.BUTTON
+    ]
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: SoulConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add the skill buttons of every terminal."""
+    async_setup_terminal_entities(entry, async_add_entities, _build, "button")

@@ -1,0 +1,109 @@
+"""The bridge between Home Assistant's MQTT integration and the core.
+
+Soul opens no MQTT connection of its own: it subscribes and publishes through
+``homeassistant.components.mqtt``. Incoming messages go to the terminal
+registry or the invoker; every callback swallows bad input (the core logs it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from homeassistant.components import mqtt
+from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
+from homeassistant.helpers.event import async_track_time_interval
+from homeassistant.util import dt as dt_util
+
+from .const import LOGGER
+from .core.protocol import status_payload
+from .core.topics import QOS_RETAIN, Kind, Topics
+
+if TYPE_CHECKING:
+    from .core.invoker import Invoker
+    from .core.registry import TerminalRegistry
+
+EXPIRE_INTERVAL = timedelta(seconds=5)
+
+
+class MqttBridge:
+    """Feeds the registry from MQTT and publishes for the core."""
+
+    def __init__(
+        self, hass: HomeAssistant, topics: Topics, registry: TerminalRegistry
+    ) -> None:
+        """Bridge ``registry`` to the MQTT topics under ``topics.prefix``."""
+        self.hass = hass
+        self.topics = topics
+        self.registry = registry
+        self.invoker: Invoker | None = None
+        self._unsubscribes: list[CALLBACK_TYPE] = []
+
+    async def async_start(self) -> None:
+        """Subscribe to what bodies publish and start the TTL check."""
+        for topic_filter, qos in self.topics.subscriptions():
+            self._unsubscribes.append(
+                await mqtt.async_subscribe(
+                    self.hass, topic_filter, self._async_message, qos, encoding=None
+                )
+            )
+        self._unsubscribes.append(
+            async_track_time_interval(
+                self.hass, self._async_expire, EXPIRE_INTERVAL, cancel_on_shutdown=True
+            )
+        )
+
+    @callback
+    def async_stop(self) -> None:
+        """Unsubscribe everything."""
+        while self._unsubscribes:
+            self._unsubscribes.pop()()
+
+    @callback
+    def _async_expire(self, _now: object) -> None:
+        self.registry.expire()
+
+    @callback
+    def _async_message(self, message: mqtt.ReceiveMessage) -> None:
+        parsed = self.topics.parse(message.topic)
+        if parsed is None:
+            LOGGER.debug("Ignored message on %s", message.topic)
+            return
+        payload = message.payload
+        if parsed.kind is Kind.RESULT:
+            if self.invoker is not None and parsed.request_id is not None:
+                self.invoker.handle_result(
+                    parsed.terminal_id, parsed.request_id, payload
+                )
+            return
+        self.registry.handle_message(parsed.kind, parsed.terminal_id, payload)
+
+    async def async_publish(
+        self, topic: str, payload: str, qos: int, retain: bool
+    ) -> None:
+        """Publish through Home Assistant's MQTT client."""
+        await mqtt.async_publish(self.hass, topic, payload, qos, retain)
+
+    async def async_publish_to(
+        self, terminal_id: str, kind: Kind, payload: str
+    ) -> None:
+        """Publish ``payload`` on a terminal's topic with §3.2's QoS and retain."""
+        qos, retain = QOS_RETAIN[kind]
+        await self.async_publish(
+            self.topics.topic(terminal_id, kind), payload, qos, retain
+        )
+
+    async def async_publish_status(
+        self, terminal_id: str, status: str, message: str, session_id: str | None = None
+    ) -> None:
+        """Tell a body what Soul is doing (§3.7), e.g. ``mem0_searching``."""
+        await self.async_publish_to(
+            terminal_id,
+            Kind.STATUS,
+            status_payload(
+                status,
+                message,
+                session_id,
+                dt_util.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            ),
+        )
