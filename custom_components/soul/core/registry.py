@@ -83,7 +83,7 @@ class TerminalRegistry:
         self,
         *,
         ttl: float = DEFAULT_TTL,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = lambda: time.monotonic(),  # noqa: PLW0108  # looked up per call, so test clocks apply
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         max_terminals: int = MAX_TERMINALS,
     ) -> None:

@@ -1,0 +1,659 @@
+"""The hardware-vendor tools on a real broker: ``devtools.body_sim`` and ``body_check``.
+
+The simulated body must follow the Soul-Body protocol v2 (§3, §7.2): retained
+snapshots, report order, LWT, invoke/result, intent_action, status and
+emotion_update. The checker must pass it and catch deliberately broken bodies.
+Tests are synchronous (paho runs its own threads; every client is stopped and
+joined). The broker is shared by the session, so each test uses its own terminal
+id and clears the retained messages it leaves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+import json
+import threading
+import time
+from typing import Any
+import uuid
+
+from paho.mqtt.client import (
+    CallbackAPIVersion,
+    Client,
+    MQTTMessage,
+    MQTTProtocolVersion,
+    topic_matches_sub,
+)
+import pytest
+
+from devtools import body_check, body_sim
+from devtools.body_check import CheckResult, run_checks
+from devtools.body_sim import BodySim, default_catalog, default_skills
+from devtools.broker import MqttBroker, free_port
+
+from .core.spec_payloads import SKILLS as SPEC_SKILLS
+
+PREFIX = "soul"
+REPORTS = ["online", "skills", "intent_catalog", "heartbeat"]
+
+
+class Recorder:
+    """A paho client that records the messages matching one topic filter."""
+
+    def __init__(self, broker: MqttBroker, topic_filter: str) -> None:
+        self.filter = topic_filter
+        self.messages: list[MQTTMessage] = []
+        self._changed = threading.Condition()
+        self._subscribed = threading.Event()
+        self.client = Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=f"test-recorder-{uuid.uuid4().hex[:8]}",
+            protocol=MQTTProtocolVersion.MQTTv311,
+        )
+        self.client.on_message = self._on_message
+        self.client.on_subscribe = lambda *args: self._subscribed.set()
+        self.client.connect(broker.host, broker.port)
+        self.client.loop_start()
+        self.client.subscribe(topic_filter, 1)
+        assert self._subscribed.wait(5)
+
+    def _on_message(self, client: Client, userdata: Any, message: MQTTMessage) -> None:
+        # amqtt also sends retained messages of other clients' filters on connect.
+        if topic_matches_sub(self.filter, message.topic):
+            with self._changed:
+                self.messages.append(message)
+                self._changed.notify_all()
+
+    def wait_for(
+        self, predicate: Callable[[list[MQTTMessage]], bool], timeout: float = 5.0
+    ) -> bool:
+        """Wait until ``predicate(messages)`` holds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self.messages), timeout)
+
+    def publish(self, topic: str, payload: Any, *, retain: bool = False) -> None:
+        """Publish (JSON unless bytes/str) with QoS 1 and wait until acknowledged."""
+        if not isinstance(payload, bytes | str):
+            payload = json.dumps(payload, ensure_ascii=False)
+        self.client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(5)
+
+    def close(self) -> None:
+        """Disconnect and join paho's thread."""
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def names(messages: list[MQTTMessage], tid: str) -> list[str]:
+    """Return the topics below the terminal's base topic."""
+    base = f"{PREFIX}/terminal/{tid}/"
+    return [m.topic.removeprefix(base) for m in messages]
+
+
+def by_status(results: list[CheckResult], status: str) -> set[str]:
+    """Return the names of the checks with ``status``."""
+    return {result.name for result in results if result.status == status}
+
+
+@pytest.fixture
+def terminal_id() -> str:
+    """A terminal id of its own (the broker and its retained messages are shared)."""
+    return f"test-body-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def recorders(mqtt_broker: MqttBroker) -> Generator[Callable[[str], Recorder]]:
+    """Make recorders that are closed at the end of the test."""
+    made: list[Recorder] = []
+
+    def make(topic_filter: str) -> Recorder:
+        made.append(Recorder(mqtt_broker, topic_filter))
+        return made[-1]
+
+    yield make
+    for recorder in made:
+        recorder.close()
+
+
+@pytest.fixture
+def make_body(
+    mqtt_broker: MqttBroker, terminal_id: str
+) -> Generator[Callable[..., BodySim]]:
+    """Make body simulators (not started); afterwards stop them and clear their topics."""
+    made: list[BodySim] = []
+
+    def make(**options: Any) -> BodySim:
+        options.setdefault("terminal_id", terminal_id)
+        options.setdefault("heartbeat", 0.3)
+        made.append(BodySim(mqtt_broker.host, mqtt_broker.port, **options))
+        return made[-1]
+
+    yield make
+    for body in made:
+        body.stop(offline=False)
+    cleaner = Recorder(mqtt_broker, f"{PREFIX}/terminal/cleanup/{terminal_id}")
+    try:
+        for tid in {body.terminal_id for body in made}:
+            for name in ("online", "skills", "intent_catalog"):
+                cleaner.publish(f"{PREFIX}/terminal/{tid}/{name}", b"", retain=True)
+    finally:
+        cleaner.close()
+
+
+def invoke(recorder: Recorder, tid: str, skill: str, arguments: Any) -> str:
+    """Publish an invoke and return its request id."""
+    request_id = str(uuid.uuid4())
+    recorder.publish(
+        f"{PREFIX}/terminal/{tid}/invoke/{request_id}",
+        {"request_id": request_id, "skill": skill, "arguments": arguments},
+    )
+    return request_id
+
+
+def result_of(recorder: Recorder, tid: str, request_id: str, timeout: float = 5.0):
+    """Wait for the result of ``request_id`` and return (payload, message)."""
+    topic = f"{PREFIX}/terminal/{tid}/result/{request_id}"
+    assert recorder.wait_for(lambda ms: any(m.topic == topic for m in ms), timeout)
+    message = next(m for m in recorder.messages if m.topic == topic)
+    return json.loads(message.payload), message
+
+
+# -- body_sim ----------------------------------------------------------------------
+
+
+def test_reports_in_order_with_spec_payloads(
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    recorders: Callable[[str], Recorder],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On connect: online -> skills -> intent_catalog -> heartbeat, with §3.2 QoS/retain."""
+    published: list[tuple[str, int, bool]] = []
+    original = Client.publish
+
+    def spy(
+        self: Client,
+        topic: str,
+        payload: Any = None,
+        qos: int = 0,
+        retain: bool = False,
+        **kw: Any,
+    ):
+        published.append((topic, qos, retain))
+        return original(self, topic, payload, qos, retain, **kw)
+
+    monkeypatch.setattr(Client, "publish", spy)
+    live = recorders(f"{PREFIX}/terminal/{terminal_id}/#")
+    body = make_body().start()
+    assert live.wait_for(lambda ms: names(ms, terminal_id).count("heartbeat") >= 2)
+    assert names(live.messages, terminal_id)[:4] == REPORTS
+    online, skills, catalog, heartbeat = live.messages[:4]
+    assert online.payload == b"online"
+    assert heartbeat.payload == b"1"
+
+    expected_skills = {
+        **SPEC_SKILLS,
+        "terminal_id": terminal_id,
+        "model": "Soul body-sim",
+        "manufacturer": "Soul",
+        "firmware": body_sim.FIRMWARE_VERSION,
+    }
+    assert json.loads(skills.payload) == expected_skills == default_skills(terminal_id)
+    catalog_payload = json.loads(catalog.payload)
+    assert catalog_payload == default_catalog(terminal_id)
+    assert catalog_payload["terminal_id"] == terminal_id
+    assert catalog_payload["catalog_version"] == 12
+    assert [i["id"] for i in catalog_payload["intent_catalog"]] == [
+        "intent_light_control",
+        "intent_alarm_create",
+        "intent_head_motion",
+    ]
+    assert len(catalog_payload["intent_catalog"][0]["match"]["keywords_any"]) == 16
+
+    base = f"{PREFIX}/terminal/{terminal_id}/"
+    modes = {
+        topic.removeprefix(base): (qos, retain)
+        for topic, qos, retain in published
+        if topic.startswith(base)
+    }
+    assert modes == {
+        "online": (1, True),
+        "skills": (1, True),
+        "intent_catalog": (1, True),
+        "heartbeat": (0, False),
+    }
+
+    # A later subscriber gets the retained snapshots, but no heartbeat.
+    late = recorders(f"{PREFIX}/terminal/{terminal_id}/#")
+    assert late.wait_for(lambda ms: len(ms) >= 3)
+    retained = {m.topic.removeprefix(base): m for m in late.messages if m.retain}
+    assert set(retained) == {"online", "skills", "intent_catalog"}
+    assert retained["online"].payload == b"online"
+    assert json.loads(retained["skills"].payload) == expected_skills
+    assert body.connections == 1
+
+
+def test_invoke_results(
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    recorders: Callable[[str], Recorder],
+) -> None:
+    """Invokes run the skill and answer result/{rid}; bad calls fail with ``error``."""
+    body = make_body().start()
+    rec = recorders(f"{PREFIX}/terminal/{terminal_id}/result/+")
+
+    rid = invoke(
+        rec, terminal_id, "control_light", {"mode": "set_color", "color": "green"}
+    )
+    result, message = result_of(rec, terminal_id, rid)
+    assert result == {"request_id": rid, "ok": True, "output": "control_light executed"}
+    assert not message.retain
+    assert body.light == {"on": True, "color": "green"}
+
+    rid = invoke(
+        rec, terminal_id, "control_light", {"mode": "set_color", "color": "blue"}
+    )
+    result, _ = result_of(rec, terminal_id, rid)
+    assert result["request_id"] == rid
+    assert result["ok"] is False
+    assert "color" in result["error"]
+    assert body.light == {"on": True, "color": "green"}
+
+    rid = invoke(rec, terminal_id, "fly", {})
+    result, _ = result_of(rec, terminal_id, rid)
+    assert result["ok"] is False
+    assert "unknown skill" in result["error"]
+
+    rid = invoke(
+        rec, terminal_id, "create_alarm", {"trigger_in_seconds": 30, "label": "茶"}
+    )
+    assert result_of(rec, terminal_id, rid)[0]["ok"] is True
+    rid = invoke(rec, terminal_id, "set_head_motion", {"action": "点头"})
+    assert result_of(rec, terminal_id, rid)[0]["ok"] is True
+    assert body.alarms == [{"label": "茶", "trigger_in_seconds": 30}]
+    assert body.head_motion == {"action": "点头", "duration_seconds": 1.0}
+    assert [i["skill"] for i in body.invocations] == [
+        "control_light",
+        "control_light",
+        "fly",
+        "create_alarm",
+        "set_head_motion",
+    ]
+    assert len(body.results) == 5
+
+
+def test_failure_rate_latency_and_broken_results(
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    recorders: Callable[[str], Recorder],
+) -> None:
+    """failure_rate=1 fails every invoke after the latency; broken bodies misbehave."""
+    body = make_body(failure_rate=1.0, latency=0.4).start()
+    rec = recorders(f"{PREFIX}/terminal/+/result/+")
+    sent = time.monotonic()
+    rid = invoke(rec, terminal_id, "control_light", {"mode": "on"})
+    result, _ = result_of(rec, terminal_id, rid)
+    assert time.monotonic() - sent >= 0.3
+    assert result == {
+        "request_id": rid,
+        "ok": False,
+        "output": "control_light failed",
+        "error": "simulated failure",
+    }
+    assert body.light["on"] is False
+    body.stop(offline=False)
+
+    other = f"{terminal_id}-b"
+    make_body(terminal_id=other, result_without_error=True).start()
+    rid = invoke(rec, other, "fly", {})
+    result, _ = result_of(rec, other, rid)
+    assert result["ok"] is False
+    assert "error" not in result
+
+    silent_id = f"{terminal_id}-c"
+    silent = make_body(terminal_id=silent_id, answer=False).start()
+    invoke(rec, silent_id, "control_light", {"mode": "on"})
+    assert silent.wait_for(lambda b: len(b.invocations) == 1)
+    assert not rec.wait_for(lambda ms: any(silent_id in m.topic for m in ms), 0.5)
+
+
+def test_intent_action_status_and_emotion(
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    recorders: Callable[[str], Recorder],
+) -> None:
+    """intent_action runs intents[].normalized; status/emotion_update are kept."""
+    body = make_body().start()
+    rec = recorders(f"{PREFIX}/terminal/{terminal_id}/nothing")
+    base = f"{PREFIX}/terminal/{terminal_id}"
+    rec.publish(
+        f"{base}/intent_action",
+        {
+            "request_id": "ia-1",
+            "session_id": "s1",
+            "terminal_id": terminal_id,
+            "soul_id": "soul_xxx",
+            "intents": [
+                {
+                    "intent_id": "intent_light_control",
+                    "intent_name": "控制灯光",
+                    "confidence": 0.92,
+                    "normalized": {
+                        "skill": "control_light",
+                        "mode": "set_color",
+                        "color": "green",
+                    },
+                },
+                {
+                    "intent_id": "intent_alarm_create",
+                    "normalized": {
+                        "skill": "create_alarm",
+                        "trigger_in_seconds": "30",
+                        "label": "闹钟",
+                    },
+                },
+            ],
+            "exec_probability": 0.88,
+            "ts": "2026-02-22T10:20:31Z",
+        },
+    )
+    assert body.wait_for(lambda b: len(b.executions) == 2)
+    assert body.light == {"on": True, "color": "green"}
+    assert body.alarms == [{"label": "闹钟", "trigger_in_seconds": 30.0}]
+
+    # Raw slot values of the spec catalog (关灯, 摇头 + "2" seconds) work too.
+    rec.publish(
+        f"{base}/intent_action",
+        {
+            "request_id": "ia-2",
+            "intents": [
+                {"normalized": {"skill": "control_light", "mode": "关灯"}},
+                {
+                    "normalized": {
+                        "skill": "set_head_motion",
+                        "action": "摇头",
+                        "duration_seconds": "2",
+                    }
+                },
+            ],
+        },
+    )
+    assert body.wait_for(lambda b: len(b.executions) == 4)
+    assert all(e["ok"] and e["source"] == "intent_action" for e in body.executions)
+    assert body.light["on"] is False
+    assert body.head_motion == {"action": "摇头", "duration_seconds": 2.0}
+    assert [a["request_id"] for a in body.intent_actions] == ["ia-1", "ia-2"]
+    assert body.results == []  # intent_action has no result topic
+
+    status = {"status": "mem0_searching", "message": "正在回顾", "session_id": "s1"}
+    rec.publish(f"{base}/status", status)
+    emotion = {
+        "session_id": "s1",
+        "terminal_id": terminal_id,
+        "user_emotion": {
+            "emotion": "joy",
+            "p": 0.6,
+            "a": 0.3,
+            "d": 0.1,
+            "intensity": 0.8,
+        },
+        "soul_emotion": {"p": 0.2, "a": 0.1, "d": 0.0},
+        "exec_probability": 0.7,
+        "exec_mode": "normal",
+    }
+    rec.publish(f"{base}/emotion_update", emotion)
+    decay = {**emotion, "session_id": "system_decay_tick"}
+    decay["user_emotion"] = {"emotion": "anger", "intensity": 1.0}
+    rec.publish(f"{base}/emotion_update", decay)
+    assert body.wait_for(lambda b: len(b.emotion_updates) == 2 and b.statuses)
+    assert body.last_status == status
+    assert body.last_emotion == decay
+    assert body.expression == "微笑"  # the decay tick only refreshes the PAD state
+    assert body.head_motion == {"action": "点头", "duration_seconds": 1.0}
+
+
+def test_kill_sends_will_and_reconnects_reannounce(
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    recorders: Callable[[str], Recorder],
+) -> None:
+    """kill() leaves a retained offline via LWT; every reconnect reports again, in order."""
+    live = recorders(f"{PREFIX}/terminal/{terminal_id}/#")
+    body = make_body(heartbeat=0)
+    body.start()
+    assert live.wait_for(lambda ms: len(ms) >= 4)
+
+    body.kill()
+    assert live.wait_for(lambda ms: ms[-1].payload == b"offline")
+    after_kill = recorders(f"{PREFIX}/terminal/{terminal_id}/online")
+    assert after_kill.wait_for(bool)
+    assert after_kill.messages[0].payload == b"offline"
+    assert after_kill.messages[0].retain
+
+    mark = len(live.messages)
+    body.start()
+    assert live.wait_for(lambda ms: len(ms) >= mark + 4)
+    assert names(live.messages[mark:], terminal_id) == REPORTS
+
+    # A dropped connection: the broker sends the will, paho reconnects by itself.
+    mark = len(live.messages)
+    body.reconnect()
+    assert live.wait_for(lambda ms: len(ms) >= mark + 5)
+    assert live.messages[mark].payload == b"offline"
+    assert names(live.messages[mark + 1 :], terminal_id) == REPORTS
+    assert body.connections == 3
+
+    body.stop()  # a clean stop announces offline itself
+    assert live.wait_for(lambda ms: ms[-1].payload == b"offline")
+
+
+# -- body_check -------------------------------------------------------------------
+
+
+def test_check_passes_a_good_body(
+    mqtt_broker: MqttBroker,
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Against body-sim nothing fails; with --wait-reconnect the order is checked."""
+    body = make_body().start()
+    results = run_checks(
+        mqtt_broker.host,
+        mqtt_broker.port,
+        PREFIX,
+        terminal_id,
+        timeout=5,
+        wait_reconnect=True,
+        on_waiting=lambda: body.reconnect(wait=False),
+    )
+    assert [r.name for r in results] == list(body_check.CHECKS)
+    assert by_status(results, "fail") == set()
+    assert by_status(results, "skip") == {"intent_action", "emotion_update"}
+
+    exit_code = body_check.main(
+        [
+            "--host",
+            mqtt_broker.host,
+            "--port",
+            str(mqtt_broker.port),
+            "--terminal-id",
+            terminal_id,
+            "--timeout",
+            "3",
+        ]
+    )
+    output = capsys.readouterr().out
+    assert exit_code == 0
+    assert "0 failed" in output
+    assert "report_order" in output
+    assert "SKIP" in output
+
+
+@pytest.mark.parametrize(
+    ("options", "wait_reconnect", "failing"),
+    [
+        (
+            {"wrong_terminal_id": True},
+            False,
+            {"skills_terminal_id", "intent_catalog_terminal_id"},
+        ),
+        ({"result_without_error": True}, False, {"invoke_unknown_skill"}),
+        ({"answer": False}, False, {"invoke_result", "invoke_unknown_skill"}),
+        ({"reannounce_on_reconnect": False}, True, {"report_order", "reannounce"}),
+        (
+            {"order": ("skills", "online", "intent_catalog", "heartbeat")},
+            True,
+            {"report_order"},
+        ),
+        (
+            {"order": ("online", "skills", "intent_catalog")},
+            False,
+            {"heartbeat"},
+        ),
+    ],
+    ids=[
+        "wrong-terminal-id",
+        "result-without-error",
+        "no-answer",
+        "no-reannounce",
+        "wrong-order",
+        "no-heartbeat",
+    ],
+)
+def test_check_catches_broken_bodies(
+    mqtt_broker: MqttBroker,
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    *,
+    options: dict[str, Any],
+    wait_reconnect: bool,
+    failing: set[str],
+) -> None:
+    """Each deliberate breakage fails exactly the checks that cover it."""
+    body = make_body(**options).start()
+    results = run_checks(
+        mqtt_broker.host,
+        mqtt_broker.port,
+        PREFIX,
+        terminal_id,
+        timeout=1.5 if "heartbeat" in failing else 5,
+        wait_reconnect=wait_reconnect,
+        invoke_timeout=1.0,
+        on_waiting=lambda: body.reconnect(wait=False),
+    )
+    assert by_status(results, "fail") == failing, body_check.format_table(results)
+
+
+def test_check_invalid_snapshots(
+    mqtt_broker: MqttBroker,
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+) -> None:
+    """Duplicate names, non-object schemas and skill_version 0 are reported."""
+    skills = {
+        "terminal_id": terminal_id,
+        "skill_version": 0,
+        "skills": [
+            {"name": "beep", "input_schema": {"type": "object"}},
+            {"name": "beep", "input_schema": {"type": "string"}},
+        ],
+    }
+    catalog = {"terminal_id": terminal_id, "intent_catalog": {}}
+    make_body(skills=skills, catalog=catalog).start()
+    results = run_checks(
+        mqtt_broker.host, mqtt_broker.port, PREFIX, terminal_id, timeout=3
+    )
+    failed = {r.name: r.detail for r in results if r.status == "fail"}
+    assert set(failed) == {"skills_valid", "skill_version", "intent_catalog_valid"}
+    assert "duplicate skill name 'beep'" in failed["skills_valid"]
+    assert "input_schema must be an object schema" in failed["skills_valid"]
+    assert "catalog_version" in failed["intent_catalog_valid"]
+    invoked = next(r for r in results if r.name == "invoke_result")
+    assert invoked.detail.startswith("beep {}: ok=true")
+
+
+def test_check_without_terminal_or_broker(
+    mqtt_broker: MqttBroker, terminal_id: str
+) -> None:
+    """Nothing retained and nobody answering fails; an unreachable broker fails fast."""
+    results = run_checks(
+        mqtt_broker.host,
+        mqtt_broker.port,
+        PREFIX,
+        terminal_id,
+        timeout=0.5,
+        invoke_timeout=0.5,
+    )
+    assert by_status(results, "fail") == {
+        "online_retained",
+        "skills_retained",
+        "intent_catalog_retained",
+        "heartbeat",
+        "invoke_unknown_skill",
+    }
+    assert "skills_terminal_id" in by_status(results, "skip")
+    assert "invoke_result" in by_status(results, "skip")
+
+    results = run_checks("127.0.0.1", free_port(), PREFIX, terminal_id, timeout=1)
+    assert [(r.name, r.status) for r in results] == [("broker", "fail")]
+
+
+def test_example_arguments_and_choice() -> None:
+    """Invoke arguments come from the schema: enum first, number minimum or 1."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "mode": {"type": "string", "enum": ["on", "off"]},
+            "level": {"type": "integer", "minimum": 2.5},
+            "speed": {"type": "number", "maximum": 0.5},
+            "name": {"type": "string"},
+            "fast": {"type": "boolean"},
+            "optional": {"type": "string"},
+        },
+        "required": ["mode", "level", "speed", "name", "fast"],
+    }
+    assert body_check.example_arguments(schema) == {
+        "mode": "on",
+        "level": 3,
+        "speed": 0.5,
+        "name": "test",
+        "fast": True,
+    }
+    skills = default_skills()["skills"]
+    assert body_check.choose_invoke(skills) == ("control_light", {"mode": "on"})
+    no_args = {"name": "beep", "input_schema": {"type": "object", "properties": {}}}
+    assert body_check.choose_invoke([*skills, no_args]) == ("beep", {})
+    assert body_check.choose_invoke([]) is None
+    assert body_check.skills_problems(default_skills()) == []
+    assert body_check.skills_problems(default_skills()["skills"]) == [
+        "array form is for compatibility only; publish an object"
+    ]
+    assert body_check.catalog_problems(default_catalog()) == []
+
+
+def test_command_lines() -> None:
+    """Both tools have the documented flags."""
+    sim = body_sim.build_parser().parse_args(
+        ["--latency", "0.5", "--failure-rate", "0.2", "--no-answer", "--seed", "7"]
+    )
+    assert (sim.host, sim.port, sim.prefix, sim.terminal_id) == (
+        "127.0.0.1",
+        1883,
+        "soul",
+        "terminal-001",
+    )
+    assert (sim.latency, sim.failure_rate, sim.no_answer, sim.heartbeat, sim.seed) == (
+        0.5,
+        0.2,
+        True,
+        10.0,
+        7,
+    )
+    check = body_check.build_parser().parse_args(["--wait-reconnect", "--timeout", "9"])
+    assert (check.timeout, check.wait_reconnect, check.terminal_id) == (
+        9.0,
+        True,
+        "terminal-001",
+    )
+    with pytest.raises(ValueError, match="unknown reports"):
+        BodySim(order=("online", "hello"))
