@@ -1,0 +1,159 @@
+"""Home Assistant + Soul + the reference body, over a real MQTT broker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable
+import uuid
+
+from homeassistant.components import mqtt
+from homeassistant.components.mqtt.const import (
+    CONFIG_ENTRY_MINOR_VERSION,
+    CONFIG_ENTRY_VERSION,
+)
+from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNAVAILABLE
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import device_registry as dr
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
+from devtools.body_sim import BodySim
+from devtools.broker import MqttBroker
+
+pytestmark = pytest.mark.usefixtures("mock_hass_config")
+
+
+async def until(predicate: Callable[[], object], timeout: float = 15.0) -> None:
+    """Wait until ``predicate()`` is true, letting Home Assistant work meanwhile."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def soul(
+    hass: HomeAssistant, mqtt_broker: MqttBroker
+) -> AsyncGenerator[tuple[MockConfigEntry, str]]:
+    """MQTT on the real broker and Soul on a prefix of its own (the broker is shared)."""
+    prefix = f"e2e{uuid.uuid4().hex[:8]}"
+    mqtt_entry = MockConfigEntry(
+        domain=mqtt.DOMAIN,
+        data={mqtt.CONF_BROKER: mqtt_broker.host, "port": mqtt_broker.port},
+        version=CONFIG_ENTRY_VERSION,
+        minor_version=CONFIG_ENTRY_MINOR_VERSION,
+    )
+    mqtt_entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(mqtt_entry.entry_id)
+    entry = MockConfigEntry(domain=DOMAIN, data={}, options={CONF_TOPIC_PREFIX: prefix})
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await until(lambda: mqtt.is_connected(hass))
+    yield entry, prefix
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    assert await hass.config_entries.async_unload(mqtt_entry.entry_id)
+
+
+def start_body(broker: MqttBroker, prefix: str, **options: object) -> BodySim:
+    """Start body-sim in its paho thread (blocking until it has reported)."""
+    return BodySim(broker.host, broker.port, prefix=prefix, **options)
+
+
+async def test_body_lifecycle(
+    hass: HomeAssistant,
+    soul: tuple[MockConfigEntry, str],
+    mqtt_broker: MqttBroker,
+    device_registry: dr.DeviceRegistry,
+) -> None:
+    entry, prefix = soul
+    light = "light.terminal_001_control_light"
+    connectivity = "binary_sensor.terminal_001_connectivity"
+    body = start_body(mqtt_broker, prefix)
+    await hass.async_add_executor_job(body.start)
+    try:
+        await until(
+            lambda: (s := hass.states.get(light)) and s.state != STATE_UNAVAILABLE
+        )
+        device = device_registry.async_get_device(
+            identifiers={(DOMAIN, "terminal-001")}
+        )
+        assert device is not None
+        assert device.model == "Soul body-sim"
+        assert hass.states.get(connectivity).state == STATE_ON
+
+        # The light entity drives the body's control_light.
+        await hass.services.async_call(
+            "light", "turn_on", {"entity_id": light}, blocking=True
+        )
+        assert body.light["on"] is True
+        await hass.services.async_call(
+            "light",
+            "turn_on",
+            {"entity_id": light, "hs_color": (0, 100)},
+            blocking=True,
+        )
+        assert body.light == {"on": True, "color": "red"}
+        await hass.services.async_call(
+            "light", "turn_off", {"entity_id": light}, blocking=True
+        )
+        assert body.light["on"] is False
+
+        # The action returns the body's own result.
+        response = await hass.services.async_call(
+            DOMAIN,
+            "invoke_skill",
+            {"skill": "create_alarm", "arguments": {"trigger_in_seconds": 60}},
+            target={"device_id": device.id},
+            blocking=True,
+            return_response=True,
+        )
+        assert response["ok"] is True
+        assert response["output"]
+        assert body.alarms
+
+        # Killed without a clean disconnect: the broker's LWT makes it unavailable.
+        await hass.async_add_executor_job(body.kill)
+        await until(lambda: hass.states.get(light).state == STATE_UNAVAILABLE)
+        assert hass.states.get(connectivity).state == STATE_OFF
+    finally:
+        await hass.async_add_executor_job(body.stop)
+
+    # Restarted: the same device comes back, no duplicate.
+    body = start_body(mqtt_broker, prefix)
+    await hass.async_add_executor_job(body.start)
+    try:
+        await until(lambda: hass.states.get(light).state != STATE_UNAVAILABLE)
+        devices = dr.async_entries_for_config_entry(device_registry, entry.entry_id)
+        assert [d.name for d in devices] == ["terminal-001"]
+    finally:
+        await hass.async_add_executor_job(body.stop)
+
+
+async def test_silent_body_times_out(
+    hass: HomeAssistant, soul: tuple[MockConfigEntry, str], mqtt_broker: MqttBroker
+) -> None:
+    entry, prefix = soul
+    entry.runtime_data.invoker.timeout = 1.0
+    body = start_body(mqtt_broker, prefix, terminal_id="mute-body", answer=False)
+    await hass.async_add_executor_job(body.start)
+    try:
+        await until(lambda: entry.runtime_data.registry.get("mute-body") is not None)
+        device = dr.async_get(hass).async_get_device(
+            identifiers={(DOMAIN, "mute-body")}
+        )
+        assert device is not None
+        with pytest.raises(HomeAssistantError) as caught:
+            async with asyncio.timeout(5):
+                await hass.services.async_call(
+                    DOMAIN,
+                    "invoke_skill",
+                    {"skill": "create_alarm"},
+                    target={"device_id": device.id},
+                    blocking=True,
+                    return_response=True,
+                )
+        assert caught.value.translation_key == "timeout"
+        assert body.invocations  # it did receive the invoke
+    finally:
+        await hass.async_add_executor_job(body.stop)
