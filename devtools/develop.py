@@ -1,8 +1,11 @@
 """Run Home Assistant on http://localhost:8123 with Soul and an embedded MQTT broker.
 
 Called by ``scripts/develop`` (after ``scripts/setup``); extra arguments go to
-Home Assistant. Environment: ``SOUL_MQTT_PORT`` (default 1883; a broker already
-listening there is used as it is), ``SOUL_CONFIG_DIR`` (default ``config/``).
+Home Assistant. It also starts the reference body ``body-sim`` (terminal
+``terminal-001``) against the broker, so a terminal device appears once Soul is
+added. Environment: ``SOUL_MQTT_PORT`` (default 1883; a broker already
+listening there is used as it is), ``SOUL_CONFIG_DIR`` (default ``config/``),
+``SOUL_BODY_SIM=0`` (no simulated body).
 """
 
 from __future__ import annotations
@@ -90,6 +93,23 @@ def seed_mqtt_entry(config_dir: Path, port: int) -> None:
     print(f"develop: added an MQTT entry for 127.0.0.1:{port}", flush=True)
 
 
+def start_body_sim(config_dir: Path, port: int) -> subprocess.Popen[bytes] | None:
+    """Start the reference body (terminal-001) unless SOUL_BODY_SIM=0."""
+    if os.environ.get("SOUL_BODY_SIM", "1") == "0":
+        return None
+    log = config_dir / "body-sim.log"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        process = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "devtools.body_sim", "--port", str(port)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    print(f"develop: body-sim terminal-001 running (log: {log})", flush=True)
+    return process
+
+
 def run_home_assistant(config_dir: Path, args: list[str]) -> int:
     """Run Home Assistant in this process, allowing Python 3.13.0/3.13.1."""
     import homeassistant.__main__ as ha_main  # noqa: PLC0415
@@ -116,10 +136,14 @@ def main() -> int:
     else:
         broker = MqttBroker(port, prefer="amqtt").start()
         print(f"develop: embedded MQTT broker (amqtt) on 127.0.0.1:{port}", flush=True)
+    body = start_body_sim(config_dir, port)
     print("develop: Home Assistant on http://localhost:8123", flush=True)
     try:
         return run_home_assistant(config_dir, sys.argv[1:])
     finally:
+        if body is not None:
+            body.terminate()
+            body.wait(10)
         if broker is not None:
             broker.stop()
 

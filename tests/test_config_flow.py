@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 from unittest.mock import patch
 
-from homeassistant.config_entries import SOURCE_USER, ConfigEntryState
+from homeassistant.config_entries import SOURCE_MQTT, SOURCE_USER, ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -278,3 +279,62 @@ async def test_reconfigure_flow(
     assert entry.options == llm_input(fake_llm, **{CONF_TOPIC_PREFIX: "lab/soul"})
     assert entry.runtime_data.topic_prefix == "lab/soul"
     assert entry.runtime_data.llm is not None
+
+
+async def test_mqtt_discovery(hass: HomeAssistant) -> None:
+    """A body announcing itself offers Soul; confirming leads to the settings form."""
+    info = MqttServiceInfo(
+        topic="soul/terminal/desk-bot/online",
+        payload="online",
+        qos=1,
+        retain=True,
+        subscribed_topic="soul/terminal/+/online",
+        timestamp=0,
+    )
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": SOURCE_MQTT}, data=info
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "mqtt_confirm"
+    assert result["description_placeholders"] == {"terminal": "desk-bot"}
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], {})
+    assert result["step_id"] == "user"
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_TOPIC_PREFIX: "soul"}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+
+
+async def test_mqtt_discovery_of_other_topics_aborts(hass: HomeAssistant) -> None:
+    info = MqttServiceInfo(
+        topic="soul/terminal/desk-bot/heartbeat",
+        payload="1",
+        qos=0,
+        retain=False,
+        subscribed_topic="soul/terminal/+/online",
+        timestamp=0,
+    )
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": SOURCE_MQTT}, data=info
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "invalid_discovery_info"
+
+
+async def test_mqtt_discovery_with_a_hub_aborts(
+    hass: HomeAssistant, soul_entry: MockConfigEntry
+) -> None:
+    """With the hub set up, new bodies are simply added: no second offer."""
+    info = MqttServiceInfo(
+        topic="soul/terminal/desk-bot/online",
+        payload="online",
+        qos=1,
+        retain=True,
+        subscribed_topic="soul/terminal/+/online",
+        timestamp=0,
+    )
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": SOURCE_MQTT}, data=info
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] in {"single_instance_allowed", "already_configured"}

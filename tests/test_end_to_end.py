@@ -19,6 +19,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
+from custom_components.soul.entity import find_terminal_device
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 
@@ -75,9 +76,7 @@ async def test_body_lifecycle(
         await until(
             lambda: (s := hass.states.get(light)) and s.state != STATE_UNAVAILABLE
         )
-        device = device_registry.async_get_device(
-            identifiers={(DOMAIN, "terminal-001")}
-        )
+        device = find_terminal_device(hass, entry.entry_id, "terminal-001")
         assert device is not None
         assert device.model == "Soul body-sim"
         assert hass.states.get(connectivity).state == STATE_ON
@@ -139,9 +138,7 @@ async def test_silent_body_times_out(
     await hass.async_add_executor_job(body.start)
     try:
         await until(lambda: entry.runtime_data.registry.get("mute-body") is not None)
-        device = dr.async_get(hass).async_get_device(
-            identifiers={(DOMAIN, "mute-body")}
-        )
+        device = find_terminal_device(hass, entry.entry_id, "mute-body")
         assert device is not None
         with pytest.raises(HomeAssistantError) as caught:
             async with asyncio.timeout(5):

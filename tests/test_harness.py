@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
 from amqtt.client import MQTTClient
 from homeassistant.components import mqtt
@@ -158,6 +159,9 @@ async def test_home_assistant_mqtt_on_real_broker(
         await connected.wait()
     unsubscribe_status()
 
+    uid = uuid.uuid4().hex[
+        :8
+    ]  # the session's broker keeps other tests' retained topics
     body = MQTTClient(client_id="test-body")
     await body.connect(f"mqtt://{mqtt_broker.host}:{mqtt_broker.port}")
     received: asyncio.Queue[mqtt.ReceiveMessage] = asyncio.Queue()
@@ -168,26 +172,32 @@ async def test_home_assistant_mqtt_on_real_broker(
 
     try:
         # Retained, as a body's `online` is: it reaches a later subscriber.
-        await body.publish("soul/terminal/t-1/online", b"online", qos=1, retain=True)
+        await body.publish(
+            f"harness-{uid}/terminal/t-1/online", b"online", qos=1, retain=True
+        )
         unsubscribe = await mqtt.async_subscribe(
-            hass, "soul/terminal/+/online", on_message
+            hass, f"harness-{uid}/terminal/+/online", on_message
         )
         async with asyncio.timeout(10):
             message = await received.get()
         unsubscribe()
-        assert message.topic == "soul/terminal/t-1/online"
+        assert message.topic == f"harness-{uid}/terminal/t-1/online"
         assert message.payload == "online"
         assert message.retain
 
-        await body.subscribe([("soul/terminal/t-1/status", 1)])
+        await body.subscribe([(f"harness-{uid}/terminal/t-1/status", 1)])
         await mqtt.async_publish(
-            hass, "soul/terminal/t-1/status", '{"status":"ok"}', qos=1
+            hass, f"harness-{uid}/terminal/t-1/status", '{"status":"ok"}', qos=1
         )
         async with asyncio.timeout(10):
+            # amqtt also replays other tests' retained topics to a new subscriber.
             delivered = await body.deliver_message()
-        assert delivered.topic == "soul/terminal/t-1/status"
+            while delivered.topic != f"harness-{uid}/terminal/t-1/status":
+                delivered = await body.deliver_message()
         assert json.loads(delivered.data) == {"status": "ok"}
     finally:
-        await body.publish("soul/terminal/t-1/online", b"", qos=1, retain=True)
+        await body.publish(
+            f"harness-{uid}/terminal/t-1/online", b"", qos=1, retain=True
+        )
         await body.disconnect()
     assert await hass.config_entries.async_unload(entry.entry_id)

@@ -24,6 +24,7 @@ from pytest_homeassistant_custom_component.common import (
 from pytest_homeassistant_custom_component.typing import MqttMockHAClient
 
 from custom_components.soul.const import DOMAIN
+from custom_components.soul.entity import find_terminal_device
 
 from .core.spec_payloads import catalog, skills
 
@@ -51,6 +52,11 @@ def announce(hass: HomeAssistant, terminal_id: str = T, *, retain: bool = True) 
     async_fire_mqtt_message(hass, f"{base}/heartbeat", "1")
 
 
+def soul_entry_id(hass: HomeAssistant) -> str:
+    """Return the id of the Soul hub entry."""
+    return hass.config_entries.async_entries(DOMAIN)[0].entry_id
+
+
 class Body:
     """Answers invocations published through the mocked client."""
 
@@ -61,7 +67,9 @@ class Body:
         self.requests: list[dict[str, Any]] = []
         mqtt_mock.async_publish.side_effect = self._publish
 
-    async def _publish(self, topic: str, payload: str, qos: int, retain: bool) -> None:
+    async def _publish(
+        self, topic: str, payload: str, qos: int, retain: bool, **_: Any
+    ) -> None:
         if "/invoke/" not in topic:
             return
         request = json.loads(payload)
@@ -91,7 +99,7 @@ async def test_device_and_entities(
     device_registry: dr.DeviceRegistry,
     entity_registry: er.EntityRegistry,
 ) -> None:
-    device = device_registry.async_get_device(identifiers={(DOMAIN, T)})
+    device = find_terminal_device(hass, soul_entry_id(hass), T)
     assert device is not None
     assert (device.name, device.model, device.sw_version) == (T, "Desk bot", "1.2")
     entities = {
@@ -171,7 +179,7 @@ async def test_failed_skill_raises(hass: HomeAssistant, body: Body) -> None:
 
 
 async def device_id(hass: HomeAssistant, terminal_id: str = T) -> str:
-    device = dr.async_get(hass).async_get_device(identifiers={(DOMAIN, terminal_id)})
+    device = find_terminal_device(hass, soul_entry_id(hass), terminal_id)
     assert device is not None
     return device.id
 
@@ -298,7 +306,7 @@ async def test_cleared_snapshot_removes_the_device(
 ) -> None:
     async_fire_mqtt_message(hass, f"soul/terminal/{T}/skills", "")
     await hass.async_block_till_done()
-    assert device_registry.async_get_device(identifiers={(DOMAIN, T)}) is None
+    assert find_terminal_device(hass, soul_entry_id(hass), T) is None
     assert hass.states.get(LIGHT) is None
     announce(hass, retain=False)  # the body comes back: one device again
     await hass.async_block_till_done()

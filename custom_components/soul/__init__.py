@@ -17,7 +17,7 @@ from homeassistant.helpers.typing import ConfigType
 
 from .const import DOMAIN
 from .core.registry import Change, Terminal
-from .entity import terminal_device_info
+from .entity import find_terminal_device, terminal_device_info
 from .runtime import SoulConfigEntry, async_create_runtime
 from .services import async_setup_services
 
@@ -78,9 +78,7 @@ def _device_sync(
                 config_entry_id=entry.entry_id, **terminal_device_info(terminal)
             )
         elif change is Change.REMOVED and (
-            device := devices.async_get_device(
-                identifiers={(DOMAIN, terminal.terminal_id)}
-            )
+            device := find_terminal_device(hass, entry.entry_id, terminal.terminal_id)
         ):
             devices.async_update_device(
                 device.id, remove_config_entry_id=entry.entry_id

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from homeassistant.core import callback
-from homeassistant.helpers import entity_registry as er
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
@@ -54,6 +54,25 @@ def terminal_device_info(terminal: Terminal) -> DeviceInfo:
         if skills.firmware:
             info["sw_version"] = skills.firmware
     return info
+
+
+def find_terminal_device(
+    hass: HomeAssistant, entry_id: str, terminal_id: str
+) -> dr.DeviceEntry | None:
+    """Return the device of a terminal in the hub entry.
+
+    (Newer Home Assistant deprecates ``async_get_device`` by identifiers alone.)
+    """
+    return next(
+        (
+            device
+            for device in dr.async_entries_for_config_entry(
+                dr.async_get(hass), entry_id
+            )
+            if (DOMAIN, terminal_id) in device.identifiers
+        ),
+        None,
+    )
 
 
 class TerminalEntity(Entity):
