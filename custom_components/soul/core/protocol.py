@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+import functools
 import json
 import re
 from typing import Any
@@ -154,14 +155,27 @@ def parse_skill(raw: Any) -> Skill:
         )
     if schema.get("type", "object") != "object":
         raise ProtocolError(f"skill {name}: input_schema must describe an object")
+    validator = _compile_schema(json.dumps(schema, sort_keys=True))
+    if isinstance(validator, str):
+        raise ProtocolError(f"skill {name}: invalid input_schema: {validator}")
+    return Skill(name, description[:MAX_TEXT_LENGTH], schema, validator)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile_schema(canonical: str) -> Any:
+    """Return a validator for a schema (given as JSON text), or why it is invalid.
+
+    Checking a schema against its meta-schema costs milliseconds; bodies of one
+    model announce the same schemas, and failures are remembered too, so a flood
+    of snapshots costs little.
+    """
+    schema = json.loads(canonical)
+    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     try:
-        cls = validators.validator_for(schema, default=validators.Draft202012Validator)
         cls.check_schema(schema)
     except jsonschema_exceptions.SchemaError as err:
-        raise ProtocolError(
-            f"skill {name}: invalid input_schema: {err.message}"
-        ) from None
-    return Skill(name, description[:MAX_TEXT_LENGTH], schema, cls(schema))
+        return err.message
+    return cls(schema)
 
 
 @dataclass(frozen=True, slots=True)
