@@ -67,8 +67,12 @@ def main() -> None:
     real = best_of(args.repeats, registry_run)
     count = len(snapshots)
     print(f"registry: {args.terminals} terminals connecting, {count} snapshots")
-    print(f"  baseline json.loads : {count / base:12,.0f} snapshots/s ({base * 1000:.1f} ms)")
-    print(f"  registry            : {count / real:12,.0f} snapshots/s ({real * 1000:.1f} ms)")
+    print(
+        f"  baseline json.loads : {count / base:12,.0f} snapshots/s ({base * 1000:.1f} ms)"
+    )
+    print(
+        f"  registry            : {count / real:12,.0f} snapshots/s ({real * 1000:.1f} ms)"
+    )
     print(f"  ratio registry/baseline time: {real / base:.1f}x")
 
 

@@ -13,6 +13,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.soul.const import (
+    CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
@@ -31,6 +32,7 @@ def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, 
         CONF_TOPIC_PREFIX: "soul",
         CONF_LLM_BASE_URL: server.base_url,
         CONF_LLM_MODEL: DEFAULT_MODEL,
+        CONF_INVOKE_TIMEOUT: 8.0,
         **extra,
     }
     if api_key:
@@ -59,7 +61,7 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
     assert result["title"] == "Soul"
     assert result["data"] == {}
     entry = result["result"]
-    assert entry.options == {CONF_TOPIC_PREFIX: "home/soul"}
+    assert entry.options == {CONF_TOPIC_PREFIX: "home/soul", CONF_INVOKE_TIMEOUT: 8.0}
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
     assert entry.runtime_data.topic_prefix == "home/soul"
@@ -222,7 +224,11 @@ async def test_options_flow(
 
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
-        llm_input(fake_llm, api_key="sk-right", **{CONF_TOPIC_PREFIX: "robots"}),
+        llm_input(
+            fake_llm,
+            api_key="sk-right",
+            **{CONF_TOPIC_PREFIX: "robots", CONF_INVOKE_TIMEOUT: 3},
+        ),
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
@@ -231,6 +237,7 @@ async def test_options_flow(
     assert entry.runtime_data.topic_prefix == "robots"
     assert entry.runtime_data.llm is not None
     assert entry.runtime_data.llm.endpoint.api_key == "sk-right"
+    assert entry.runtime_data.invoker.timeout == 3.0
 
 
 async def test_options_flow_turns_llm_off(
@@ -248,7 +255,7 @@ async def test_options_flow_turns_llm_off(
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert entry.options == {CONF_TOPIC_PREFIX: "soul"}
+    assert entry.options == {CONF_TOPIC_PREFIX: "soul", CONF_INVOKE_TIMEOUT: 8.0}
     assert entry.runtime_data.llm is None
 
 

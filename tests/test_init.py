@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_mqtt_message,
+)
 from pytest_homeassistant_custom_component.components.diagnostics import (
     get_diagnostics_for_config_entry,
 )
@@ -22,6 +26,8 @@ from custom_components.soul.const import (
     DOMAIN,
 )
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
+
+from .core.spec_payloads import skills
 
 
 async def test_setup_and_unload(
@@ -92,3 +98,24 @@ async def test_diagnostics_redact_the_api_key(
         "api_key_set": True,
     }
     assert diagnostics["topic_prefix"] == "soul"
+    assert diagnostics["terminals"] == []
+
+    async_fire_mqtt_message(hass, "soul/terminal/t-9/online", "online")
+    async_fire_mqtt_message(
+        hass, "soul/terminal/t-9/skills", json.dumps(skills(terminal_id="t-9"))
+    )
+    await hass.async_block_till_done()
+    diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
+    assert diagnostics["terminals"] == [
+        {
+            "terminal_id": "t-9",
+            "online": True,
+            "stale": False,
+            "last_heartbeat": None,
+            "skill_version": 3,
+            "skills": ["control_light", "create_alarm", "set_head_motion"],
+            "rejected_skills": {},
+            "catalog_version": None,
+            "catalog_intents": 0,
+        }
+    ]

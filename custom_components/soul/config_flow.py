@@ -14,6 +14,9 @@ from homeassistant.config_entries import (
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.data_entry_flow import FlowHandler
 from homeassistant.helpers.selector import (
+    NumberSelector,
+    NumberSelectorConfig,
+    NumberSelectorMode,
     TextSelector,
     TextSelectorConfig,
     TextSelectorType,
@@ -22,10 +25,12 @@ from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import voluptuous as vol
 
 from .const import (
+    CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_TOPIC_PREFIX,
+    DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
     LOGGER,
@@ -45,6 +50,17 @@ SETTINGS_SCHEMA = vol.Schema(
             TextSelectorConfig(type=TextSelectorType.PASSWORD)
         ),
         vol.Optional(CONF_LLM_MODEL): TextSelector(),
+        vol.Optional(
+            CONF_INVOKE_TIMEOUT, default=DEFAULT_INVOKE_TIMEOUT
+        ): NumberSelector(
+            NumberSelectorConfig(
+                min=1,
+                max=60,
+                step=0.5,
+                unit_of_measurement="s",
+                mode=NumberSelectorMode.BOX,
+            )
+        ),
     }
 )
 
@@ -62,6 +78,9 @@ async def _async_validate(
         for key, value in user_input.items()
         if isinstance(value, str) and value.strip()
     }
+    settings[CONF_INVOKE_TIMEOUT] = float(
+        user_input.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
+    )
     try:
         settings[CONF_TOPIC_PREFIX] = normalize_prefix(
             settings.get(CONF_TOPIC_PREFIX, "")

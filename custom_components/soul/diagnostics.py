@@ -28,4 +28,21 @@ async def async_get_config_entry_diagnostics(
             "model": runtime.llm.endpoint.model,
             "api_key_set": bool(runtime.llm.endpoint.api_key),
         },
+        "pending_invocations": runtime.invoker.pending,
+        "terminals": [
+            {
+                "terminal_id": t.terminal_id,
+                "online": t.online,
+                "stale": t.stale,
+                "last_heartbeat": t.last_heartbeat.isoformat()
+                if t.last_heartbeat
+                else None,
+                "skill_version": t.skills.skill_version if t.skills else None,
+                "skills": [s.name for s in t.skills.skills] if t.skills else [],
+                "rejected_skills": dict(t.skills.rejected) if t.skills else {},
+                "catalog_version": t.catalog.catalog_version if t.catalog else None,
+                "catalog_intents": len(t.catalog.intents) if t.catalog else 0,
+            }
+            for t in runtime.registry
+        ],
     }

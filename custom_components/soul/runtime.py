@@ -12,10 +12,12 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.httpx_client import get_async_client
 
 from .const import (
+    CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_TOPIC_PREFIX,
+    DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_TOPIC_PREFIX,
 )
 from .core.invoker import Invoker
@@ -78,7 +80,12 @@ async def async_create_runtime(
     topics = Topics(entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX))
     registry = TerminalRegistry()
     bridge = MqttBridge(hass, topics, registry)
-    invoker = Invoker(registry, topics, bridge.async_publish)
+    invoker = Invoker(
+        registry,
+        topics,
+        bridge.async_publish,
+        timeout=entry.options.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT),
+    )
     bridge.invoker = invoker
     return SoulRuntime(
         topics=topics, llm=llm, registry=registry, invoker=invoker, bridge=bridge
