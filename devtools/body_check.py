@@ -40,6 +40,8 @@ from paho.mqtt.client import (
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from devtools.broker import add_broker_arguments
+
 REPORTS = ("online", "skills", "intent_catalog", "heartbeat")
 INVOKE_TIMEOUT = 5.0
 RETAINED_WAIT = 2.0
@@ -777,12 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="body-check",
         description="Check a Soul terminal against the Soul-Body protocol v2.",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="broker host")
-    parser.add_argument("--port", type=int, default=1883, help="broker port")
-    parser.add_argument("--username", help="broker user name")
-    parser.add_argument("--password", help="broker password")
-    parser.add_argument("--prefix", default="soul", help="topic prefix")
-    parser.add_argument("--terminal-id", default="terminal-001")
+    add_broker_arguments(parser)
     parser.add_argument(
         "--timeout",
         type=float,

@@ -44,6 +44,8 @@ from paho.mqtt.client import (
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from devtools.broker import add_broker_arguments
+
 _LOGGER = logging.getLogger(__name__)
 
 FIRMWARE_VERSION = "1.0.0"
@@ -920,12 +922,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="body-sim",
         description="A reference Soul terminal (Soul-Body protocol v2) on an MQTT broker.",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="broker host")
-    parser.add_argument("--port", type=int, default=1883, help="broker port")
-    parser.add_argument("--username", help="broker user name")
-    parser.add_argument("--password", help="broker password")
-    parser.add_argument("--prefix", default="soul", help="topic prefix")
-    parser.add_argument("--terminal-id", default="terminal-001")
+    add_broker_arguments(parser)
     parser.add_argument(
         "--latency", type=float, default=0.0, help="seconds before each result"
     )

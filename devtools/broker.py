@@ -113,6 +113,16 @@ class MqttBroker:
         self.stop()
 
 
+def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options every tool needs to reach a broker and a terminal."""
+    parser.add_argument("--host", default="127.0.0.1", help="broker host")
+    parser.add_argument("--port", type=int, default=1883, help="broker port")
+    parser.add_argument("--username", help="broker user name")
+    parser.add_argument("--password", help="broker password")
+    parser.add_argument("--prefix", default="soul", help="topic prefix")
+    parser.add_argument("--terminal-id", default="terminal-001")
+
+
 def amqtt_config(host: str, port: int) -> dict:
     """Return an amqtt configuration: one TCP listener, anonymous clients allowed."""
     return {

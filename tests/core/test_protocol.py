@@ -169,6 +169,7 @@ def test_spec_catalog() -> None:
     assert [i["id"] for i in snapshot.intents] == [
         "intent_light_control",
         "intent_alarm_create",
+        "intent_head_motion",
     ]
     assert parse_intent_catalog("t", []).intents == ()
 
