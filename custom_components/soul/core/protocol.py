@@ -87,6 +87,25 @@ def _check_terminal_id(data: Mapping[str, Any], terminal_id: str) -> None:
         )
 
 
+def _envelope(
+    terminal_id: str, data: Any, key: str, limit: int
+) -> tuple[Mapping[str, Any], list[Any]]:
+    """Return a snapshot's envelope and its ``key`` array (a bare array is legacy)."""
+    if isinstance(data, list):
+        envelope: Mapping[str, Any] = {key: data}
+    elif isinstance(data, Mapping):
+        envelope = data
+        _check_terminal_id(envelope, terminal_id)
+    else:
+        raise ProtocolError(f"{key} payload must be an object or an array")
+    items = envelope.get(key)
+    if not isinstance(items, list):
+        raise ProtocolError(f"{key} payload has no {key} array")
+    if len(items) > limit:
+        raise ProtocolError(f"{len(items)} {key} entries exceed the limit of {limit}")
+    return envelope, items
+
+
 def _optional_text(data: Mapping[str, Any], key: str) -> str | None:
     value = data.get(key)
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -206,21 +225,7 @@ def parse_skills(terminal_id: str, data: Any) -> SkillsSnapshot:
     (not an object or array, mismatched ``terminal_id``, bad ``skill_version``,
     ``skills`` missing or too long).
     """
-    legacy = isinstance(data, list)
-    if legacy:
-        envelope: Mapping[str, Any] = {"skills": data}
-    elif isinstance(data, Mapping):
-        envelope = data
-        _check_terminal_id(envelope, terminal_id)
-    else:
-        raise ProtocolError("skills payload must be an object or an array")
-    raw_skills = envelope.get("skills")
-    if not isinstance(raw_skills, list):
-        raise ProtocolError("skills payload has no skills array")
-    if len(raw_skills) > MAX_SKILLS:
-        raise ProtocolError(
-            f"{len(raw_skills)} skills exceed the limit of {MAX_SKILLS}"
-        )
+    envelope, raw_skills = _envelope(terminal_id, data, "skills", MAX_SKILLS)
     skills: list[Skill] = []
     rejected: list[tuple[str, str]] = []
     for index, raw in enumerate(raw_skills):
@@ -242,7 +247,7 @@ def parse_skills(terminal_id: str, data: Any) -> SkillsSnapshot:
         skills=tuple(skills),
         soul_hint=soul_hint[:64] if isinstance(soul_hint, str) and soul_hint else None,
         rejected=tuple(rejected),
-        legacy=legacy,
+        legacy=isinstance(data, list),
         model=_optional_text(envelope, "model"),
         manufacturer=_optional_text(envelope, "manufacturer"),
         firmware=_optional_text(envelope, "firmware"),
@@ -264,20 +269,9 @@ def parse_intent_catalog(terminal_id: str, data: Any) -> IntentCatalogSnapshot:
     Entries need a unique string ``id``; their match and slot rules are checked
     by the intent filter when it compiles the catalog.
     """
-    if isinstance(data, list):
-        envelope: Mapping[str, Any] = {"intent_catalog": data}
-    elif isinstance(data, Mapping):
-        envelope = data
-        _check_terminal_id(envelope, terminal_id)
-    else:
-        raise ProtocolError("intent_catalog payload must be an object or an array")
-    entries = envelope.get("intent_catalog")
-    if not isinstance(entries, list):
-        raise ProtocolError("intent_catalog payload has no intent_catalog array")
-    if len(entries) > MAX_CATALOG_ENTRIES:
-        raise ProtocolError(
-            f"{len(entries)} catalog entries exceed the limit of {MAX_CATALOG_ENTRIES}"
-        )
+    envelope, entries = _envelope(
+        terminal_id, data, "intent_catalog", MAX_CATALOG_ENTRIES
+    )
     seen: set[str] = set()
     for entry in entries:
         if (
