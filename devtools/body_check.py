@@ -492,19 +492,22 @@ def _check_reconnect(
     online_index = reconnected(messages)
     assert online_index is not None
     deadline = messages[online_index].at + timeout
-    offline = [
-        index
-        for index in range(mark, online_index)
-        if messages[index].kind == "online"
-        and messages[index].live
-        and not _is_online(messages[index])
-    ]
-    start = offline[-1] + 1 if offline else mark
 
     def window(messages: list[Observed]) -> list[str]:
-        """Return the kinds the new connection reported, in order."""
-        kinds = [m.kind for m in messages[start:] if m.live and m.kind in REPORTS]
-        while not offline and kinds and kinds[0] == "heartbeat":
+        """Return the kinds the new connection reported, in order.
+
+        The broker may deliver the old connection's LWT after the new
+        connection's first reports, so the window starts where the wait began
+        and leaves out ``offline`` and the old connection's last heartbeats.
+        """
+        kinds = [
+            m.kind
+            for m in messages[mark:]
+            if m.live
+            and m.kind in REPORTS
+            and not (m.kind == "online" and not _is_online(m))
+        ]
+        while kinds and kinds[0] == "heartbeat":
             kinds.pop(0)  # may still come from the old connection
         return kinds
 
