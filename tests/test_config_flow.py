@@ -288,19 +288,24 @@ async def test_reconfigure_flow(
     assert entry.runtime_data.llm is not None
 
 
-async def test_mqtt_discovery(hass: HomeAssistant) -> None:
-    """A body announcing itself offers Soul; confirming leads to the settings form."""
+async def discover(hass: HomeAssistant, topic: str, payload: str) -> dict[str, Any]:
+    """Start the flow MQTT discovery starts for a message on ``topic``."""
     info = MqttServiceInfo(
-        topic="soul/terminal/desk-bot/online",
-        payload="online",
+        topic=topic,
+        payload=payload,
         qos=1,
         retain=True,
         subscribed_topic="soul/terminal/+/online",
         timestamp=0,
     )
-    result = await hass.config_entries.flow.async_init(
+    return await hass.config_entries.flow.async_init(
         DOMAIN, context={"source": SOURCE_MQTT}, data=info
     )
+
+
+async def test_mqtt_discovery(hass: HomeAssistant) -> None:
+    """A body announcing itself offers Soul; confirming leads to the settings form."""
+    result = await discover(hass, "soul/terminal/desk-bot/online", "online")
     assert result["type"] is FlowResultType.FORM
     assert result["step_id"] == "mqtt_confirm"
     assert result["description_placeholders"] == {"terminal": "desk-bot"}
@@ -313,17 +318,7 @@ async def test_mqtt_discovery(hass: HomeAssistant) -> None:
 
 
 async def test_mqtt_discovery_of_other_topics_aborts(hass: HomeAssistant) -> None:
-    info = MqttServiceInfo(
-        topic="soul/terminal/desk-bot/heartbeat",
-        payload="1",
-        qos=0,
-        retain=False,
-        subscribed_topic="soul/terminal/+/online",
-        timestamp=0,
-    )
-    result = await hass.config_entries.flow.async_init(
-        DOMAIN, context={"source": SOURCE_MQTT}, data=info
-    )
+    result = await discover(hass, "soul/terminal/desk-bot/heartbeat", "1")
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "invalid_discovery_info"
 
@@ -332,16 +327,6 @@ async def test_mqtt_discovery_with_a_hub_aborts(
     hass: HomeAssistant, soul_entry: MockConfigEntry
 ) -> None:
     """With the hub set up, new bodies are simply added: no second offer."""
-    info = MqttServiceInfo(
-        topic="soul/terminal/desk-bot/online",
-        payload="online",
-        qos=1,
-        retain=True,
-        subscribed_topic="soul/terminal/+/online",
-        timestamp=0,
-    )
-    result = await hass.config_entries.flow.async_init(
-        DOMAIN, context={"source": SOURCE_MQTT}, data=info
-    )
+    result = await discover(hass, "soul/terminal/desk-bot/online", "online")
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] in {"single_instance_allowed", "already_configured"}
