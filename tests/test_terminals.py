@@ -383,3 +383,38 @@ async def test_status_helper(
     assert body_["status"] == "mem0_searching"
     assert body_["session_id"] == "s1"
     assert body_["ts"].endswith("Z")
+
+
+async def test_stale_devices_are_removed_after_setup(
+    hass: HomeAssistant,
+    mqtt_mock: MqttMockHAClient,
+    soul_entry: MockConfigEntry,
+    device_registry: dr.DeviceRegistry,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """A device whose body left the broker while Home Assistant was off goes away."""
+    gone = device_registry.async_get_or_create(
+        config_entry_id=soul_entry.entry_id, identifiers={(DOMAIN, "gone-body")}
+    )
+    assert await hass.config_entries.async_setup(soul_entry.entry_id)
+    announce(hass)  # terminal-001 is still on the broker
+    await hass.async_block_till_done()
+    freezer.tick(timedelta(seconds=61))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    assert device_registry.async_get(gone.id) is None
+    assert find_terminal_device(hass, soul_entry.entry_id, T) is not None
+
+
+async def test_user_may_delete_only_absent_bodies(
+    hass: HomeAssistant, body: Body, device_registry: dr.DeviceRegistry
+) -> None:
+    from custom_components.soul import async_remove_config_entry_device
+
+    entry = hass.config_entries.async_entries(DOMAIN)[0]
+    device = find_terminal_device(hass, entry.entry_id, T)
+    assert device is not None
+    assert not await async_remove_config_entry_device(hass, entry, device)
+    async_fire_mqtt_message(hass, f"soul/terminal/{T}/online", "offline")
+    await hass.async_block_till_done()
+    assert await async_remove_config_entry_device(hass, entry, device)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from homeassistant.components import mqtt
 from homeassistant.const import Platform
@@ -13,6 +14,7 @@ from homeassistant.helpers import (
     device_registry as dr,
     issue_registry as ir,
 )
+from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.typing import ConfigType
 
 from .const import DOMAIN
@@ -29,6 +31,8 @@ PLATFORMS: list[Platform] = [
     Platform.SENSOR,
 ]
 ISSUE_MQTT_NOT_CONFIGURED = "mqtt_not_configured"
+# How long after setup a terminal device without a retained snapshot counts as stale.
+STALE_DEVICE_DELAY = 60
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
@@ -62,7 +66,33 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
     # Subscribe last: retained snapshots then find every listener in place.
     await runtime.bridge.async_start()
     entry.async_on_unload(runtime.bridge.async_stop)
+    entry.async_on_unload(
+        async_call_later(hass, STALE_DEVICE_DELAY, _stale_device_cleanup(hass, entry))
+    )
     return True
+
+
+def _stale_device_cleanup(
+    hass: HomeAssistant, entry: SoulConfigEntry
+) -> Callable[[datetime], None]:
+    """Return the job that removes devices of bodies whose snapshot is gone.
+
+    Retained snapshots arrive right after subscribing; a terminal device that
+    still has none a while later belongs to a body that no longer exists.
+    """
+
+    @callback
+    def cleanup(_now: datetime) -> None:
+        devices = dr.async_get(hass)
+        registry = entry.runtime_data.registry
+        for device in dr.async_entries_for_config_entry(devices, entry.entry_id):
+            terminal_ids = [i for d, i in device.identifiers if d == DOMAIN]
+            if terminal_ids and not any(registry.get(t) for t in terminal_ids):
+                devices.async_update_device(
+                    device.id, remove_config_entry_id=entry.entry_id
+                )
+
+    return cleanup
 
 
 def _device_sync(
