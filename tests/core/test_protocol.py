@@ -237,3 +237,40 @@ def test_outgoing_payloads() -> None:
         "ts": "2026-02-20T16:20:00Z",
     }
     assert "session_id" not in json.loads(status_payload("x", "y", None, "t"))
+
+
+def pattern_skill(schema: dict[str, Any]) -> Any:
+    payload = skills(skills=[{"name": "say", "input_schema": schema}])
+    return parse_skills("terminal-001", payload)
+
+
+def test_schema_patterns_are_bounded() -> None:
+    """A body's hostile `pattern` cannot stall validation; ordinary ones work."""
+    ok = pattern_skill(
+        {
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^[0-9]{4}$"}},
+        }
+    ).skills[0]
+    assert ok.argument_errors({"code": "1234"}) == []
+    assert ok.argument_errors({"code": "12a4"}) == [
+        "code: '12a4' does not match '^[0-9]{4}$'"
+    ]
+    hostile = pattern_skill(
+        {
+            "type": "object",
+            "properties": {"text": {"type": "string", "pattern": "(a|aa)+$"}},
+        }
+    ).skills[0]
+    errors = hostile.argument_errors({"text": "a" * 40 + "b"})
+    assert len(errors) == 1
+    assert "unusable pattern" in errors[0]
+    assert "took longer than" in errors[0]
+
+
+def test_pattern_properties_are_refused() -> None:
+    snapshot = pattern_skill(
+        {"type": "object", "patternProperties": {"^x": {"type": "string"}}}
+    )
+    assert snapshot.skills == ()
+    assert "patternProperties is not supported" in snapshot.rejected[0][1]

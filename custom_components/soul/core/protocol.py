@@ -7,7 +7,7 @@ line. Spec: ``soul-body-protocol-v2.md`` §3.3 to §3.10.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 import functools
 import json
@@ -15,6 +15,8 @@ import re
 from typing import Any
 
 from jsonschema import exceptions as jsonschema_exceptions, validators
+
+from . import safe_regex
 
 # Limits on what one message may carry.
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -189,12 +191,32 @@ def _compile_schema(canonical: str) -> Any:
     of snapshots costs little.
     """
     schema = json.loads(canonical)
+    if '"patternProperties"' in canonical:
+        # jsonschema matches those keys with `re`, beyond any time bound.
+        return "patternProperties is not supported"
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except jsonschema_exceptions.SchemaError as err:
         return err.message
-    return cls(schema)
+    return validators.extend(cls, {"pattern": _bounded_pattern})(schema)
+
+
+def _bounded_pattern(
+    validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[jsonschema_exceptions.ValidationError]:
+    """Replace jsonschema's ``pattern`` keyword: same rule, bounded in time."""
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        matched = safe_regex.search(pattern, instance)
+    except safe_regex.UnsafeRegexError as err:
+        yield jsonschema_exceptions.ValidationError(f"unusable pattern: {err}")
+        return
+    if matched is None:
+        yield jsonschema_exceptions.ValidationError(
+            f"{instance!r} does not match {pattern!r}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
