@@ -1,0 +1,115 @@
+"""Numbers written with Arabic digits, Chinese numerals or English words."""
+
+from __future__ import annotations
+
+import re
+
+CN_DIGITS = {
+    "零": 0, "〇": 0, "一": 1, "壹": 1, "二": 2, "贰": 2, "貳": 2, "两": 2, "兩": 2,
+    "三": 3, "叁": 3, "參": 3, "四": 4, "肆": 4, "五": 5, "伍": 5, "六": 6, "陆": 6,
+    "陸": 6, "七": 7, "柒": 7, "八": 8, "捌": 8, "九": 9, "玖": 9,
+}  # fmt: skip
+CN_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1000, "仟": 1000}
+CN_BIG = {"万": 10_000, "萬": 10_000, "亿": 100_000_000, "億": 100_000_000}
+CN_POINT = {"点", "點"}
+# Characters a Chinese numeral may be made of (digits mixed in: "1万2千").
+CN_NUMERAL_CHARS = "".join([*CN_DIGITS, *CN_UNITS, *CN_BIG, *CN_POINT]) + "0123456789."
+
+EN_UNITS = {
+    "zero": 0, "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
+    "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+EN_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+    "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+EN_SCALES = {"hundred": 100, "thousand": 1000}
+EN_NUMBER_WORDS = {*EN_UNITS, *EN_TENS, *EN_SCALES, "and"}
+_ARABIC = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def _integer(text: str) -> int | None:
+    """Return the value of a Chinese integer numeral (digits may be mixed in)."""
+    total = section = 0
+    number: int | None = None
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char.isdigit():
+            end = index
+            while end < len(text) and text[end].isdigit():
+                end += 1
+            number = int(text[index:end])
+            index = end
+            continue
+        if char in CN_DIGITS:
+            number = CN_DIGITS[char]
+        elif char in CN_UNITS:
+            section += (1 if number is None else number) * CN_UNITS[char]
+            number = None
+        elif char in CN_BIG:
+            total += (section + (number or 0)) * CN_BIG[char]
+            section, number = 0, None
+        else:
+            return None
+        index += 1
+    return total + section + (number or 0)
+
+
+def parse_chinese_number(text: str) -> float | None:
+    """Return the value of a Chinese numeral ("二十六", "两千", "三点五", "半"), or None."""
+    text = text.strip()
+    if not text:
+        return None
+    if text == "半":
+        return 0.5
+    if _ARABIC.fullmatch(text):
+        return float(text)
+    whole, point, fraction = (
+        text.partition("点") if "点" in text else text.partition("點")
+    )
+    value = _integer(whole) if whole else 0
+    if value is None:
+        return None
+    if not point:
+        return float(value)
+    digits = [CN_DIGITS.get(c, int(c) if c.isdigit() else None) for c in fraction]
+    if not digits or None in digits:
+        return None
+    return float(f"{value}.{''.join(str(d) for d in digits)}")
+
+
+def parse_english_number(text: str) -> float | None:
+    """Return the value of English number words ("twenty-five", "a hundred"), or None."""
+    words = text.lower().replace("-", " ").split()
+    if not words:
+        return None
+    if len(words) == 1 and _ARABIC.fullmatch(words[0]):
+        return float(words[0])
+    if words in (["half"], ["a", "half"]):
+        return 0.5
+    total = current = 0
+    seen = False
+    for word in words:
+        if word in EN_UNITS:
+            current += EN_UNITS[word]
+        elif word in EN_TENS:
+            current += EN_TENS[word]
+        elif word in EN_SCALES:
+            current = (current or 1) * EN_SCALES[word]
+            if EN_SCALES[word] >= 1000:
+                total, current = total + current, 0
+        elif word == "and" and seen:
+            continue
+        else:
+            return None
+        seen = True
+    return float(total + current)
+
+
+def parse_number(text: str) -> float | None:
+    """Return the value of a numeral in any of the supported forms, or None."""
+    value = parse_chinese_number(text)
+    return value if value is not None else parse_english_number(text)
