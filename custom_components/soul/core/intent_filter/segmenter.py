@@ -1,0 +1,100 @@
+"""Split a command into clauses for multi-intent commands; spans index the original.
+
+Clauses end at punctuation and at conjunctions that join actions ("并且",
+"然后", "and then", …). A joining word that opens a later clause ("，再定个闹钟",
+", then nod") is left out of that clause and its span.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+
+# Conjunctions that separate actions anywhere in a clause.
+_SPLIT_ZH = (
+    "并且",
+    "而且",
+    "然后",
+    "接着",
+    "以及",
+    "同时",
+    "之后再",
+    "然後",
+    "並且",
+    "接著",
+)
+_SPLIT_EN = (r"and then", r"then", r"and", r"also", r"after that")
+# Words that only join when they open a clause.
+_LEADING = (
+    "再",
+    "还有",
+    "還有",
+    "并",
+    "並",
+    "也",
+    "还",
+    "還",
+    "和",
+    "跟",
+    "然后",
+    "然後",
+)
+_LEADING_EN = ("and", "then", "also", "please")
+
+_BOUNDARY = re.compile(
+    r"\s*[，,。.!！?？；;、\n]+\s*"
+    r"|"
+    + "|".join(map(re.escape, _SPLIT_ZH))
+    + r"|\s+(?:"
+    + "|".join(_SPLIT_EN)
+    + r")\s+",
+    re.IGNORECASE,
+)
+_LEADING_RE = re.compile(
+    r"^(?:(?:"
+    + "|".join(map(re.escape, sorted(_LEADING, key=len, reverse=True)))
+    + r")"
+    r"|(?:" + "|".join(_LEADING_EN) + r")\b)\s*",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One clause: its text and where it stands in the original command."""
+
+    index: int
+    text: str
+    start: int
+    end: int
+
+
+def segment(command: str) -> list[Segment]:
+    """Return the clauses of ``command`` in order (one when nothing separates them)."""
+    pieces: list[tuple[int, int]] = []
+    position = 0
+    for boundary in _BOUNDARY.finditer(command):
+        if boundary.start() > position:
+            pieces.append((position, boundary.start()))
+        position = boundary.end()
+    if position < len(command):
+        pieces.append((position, len(command)))
+    segments: list[Segment] = []
+    for piece_start, piece_end in pieces:
+        start, end = piece_start, piece_end
+        text = command[start:end]
+        # Drop a joining word that opens a later clause ("，再定个闹钟"), unless
+        # it is the whole clause; the first clause keeps it ("再见").
+        if (
+            piece_start != pieces[0][0]
+            and (lead := _LEADING_RE.match(text))
+            and lead.end() < len(text)
+        ):
+            start += lead.end()
+        while start < end and command[start].isspace():
+            start += 1
+        while end > start and command[end - 1].isspace():
+            end -= 1
+        if start < end:
+            segments.append(Segment(len(segments), command[start:end], start, end))
+    return segments
