@@ -6,12 +6,18 @@ puts its own ``testing_config/custom_components`` package in the way.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
 from unittest.mock import Mock
 
 import custom_components  # noqa: F401  # isort: skip
-from homeassistant.core import HomeAssistant
+from homeassistant.components import mqtt
+from homeassistant.components.mqtt.const import (
+    CONFIG_ENTRY_MINOR_VERSION,
+    CONFIG_ENTRY_VERSION,
+)
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -85,6 +91,36 @@ def _session_mqtt_broker() -> Generator[MqttBroker]:
 def mqtt_broker(_session_mqtt_broker: MqttBroker, socket_enabled: None) -> MqttBroker:
     """A real MQTT broker (mosquitto when on PATH, else amqtt) on 127.0.0.1."""
     return _session_mqtt_broker
+
+
+@pytest.fixture
+async def real_mqtt(
+    hass: HomeAssistant, mqtt_broker: MqttBroker, mock_hass_config: None
+) -> AsyncGenerator[MockConfigEntry]:
+    """Home Assistant's MQTT integration, connected to the real broker."""
+    entry = MockConfigEntry(
+        domain=mqtt.DOMAIN,
+        data={mqtt.CONF_BROKER: mqtt_broker.host, "port": mqtt_broker.port},
+        version=CONFIG_ENTRY_VERSION,
+        minor_version=CONFIG_ENTRY_MINOR_VERSION,
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    connected = asyncio.Event()
+
+    @callback
+    def on_status(state: bool) -> None:
+        if state:
+            connected.set()
+
+    unsubscribe_status = mqtt.async_subscribe_connection_status(hass, on_status)
+    if mqtt.is_connected(hass):
+        connected.set()
+    async with asyncio.timeout(10):
+        await connected.wait()
+    unsubscribe_status()
+    yield entry
+    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 @pytest.fixture

@@ -6,11 +6,6 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 import uuid
 
-from homeassistant.components import mqtt
-from homeassistant.components.mqtt.const import (
-    CONFIG_ENTRY_MINOR_VERSION,
-    CONFIG_ENTRY_VERSION,
-)
 from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNAVAILABLE
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
@@ -23,8 +18,6 @@ from custom_components.soul.entity import find_terminal_device
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 
-pytestmark = pytest.mark.usefixtures("mock_hass_config")
-
 
 async def until(predicate: Callable[[], object], timeout: float = 15.0) -> None:
     """Wait until ``predicate()`` is true, letting Home Assistant work meanwhile."""
@@ -35,25 +28,15 @@ async def until(predicate: Callable[[], object], timeout: float = 15.0) -> None:
 
 @pytest.fixture
 async def soul(
-    hass: HomeAssistant, mqtt_broker: MqttBroker
+    hass: HomeAssistant, real_mqtt: MockConfigEntry
 ) -> AsyncGenerator[tuple[MockConfigEntry, str]]:
-    """MQTT on the real broker and Soul on a prefix of its own (the broker is shared)."""
+    """Soul on the real broker, on a prefix of its own (the broker is shared)."""
     prefix = f"e2e{uuid.uuid4().hex[:8]}"
-    mqtt_entry = MockConfigEntry(
-        domain=mqtt.DOMAIN,
-        data={mqtt.CONF_BROKER: mqtt_broker.host, "port": mqtt_broker.port},
-        version=CONFIG_ENTRY_VERSION,
-        minor_version=CONFIG_ENTRY_MINOR_VERSION,
-    )
-    mqtt_entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(mqtt_entry.entry_id)
     entry = MockConfigEntry(domain=DOMAIN, data={}, options={CONF_TOPIC_PREFIX: prefix})
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
-    await until(lambda: mqtt.is_connected(hass))
     yield entry, prefix
     assert await hass.config_entries.async_unload(entry.entry_id)
-    assert await hass.config_entries.async_unload(mqtt_entry.entry_id)
 
 
 def start_body(broker: MqttBroker, prefix: str, **options: object) -> BodySim:

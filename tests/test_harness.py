@@ -13,10 +13,6 @@ import uuid
 
 from amqtt.client import MQTTClient
 from homeassistant.components import mqtt
-from homeassistant.components.mqtt.const import (
-    CONFIG_ENTRY_MINOR_VERSION,
-    CONFIG_ENTRY_VERSION,
-)
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, callback
 import openai
@@ -131,37 +127,14 @@ async def test_errors(fake_llm: FakeOpenAI) -> None:
             await client.chat.completions.create(model="m", messages=[])
 
 
-@pytest.mark.usefixtures("mock_hass_config")
 async def test_home_assistant_mqtt_on_real_broker(
-    hass: HomeAssistant, mqtt_broker: MqttBroker
+    hass: HomeAssistant, mqtt_broker: MqttBroker, real_mqtt: MockConfigEntry
 ) -> None:
     """Home Assistant's MQTT integration connects to the broker and exchanges messages."""
-    entry = MockConfigEntry(
-        domain=mqtt.DOMAIN,
-        data={mqtt.CONF_BROKER: mqtt_broker.host, "port": mqtt_broker.port},
-        version=CONFIG_ENTRY_VERSION,
-        minor_version=CONFIG_ENTRY_MINOR_VERSION,
-    )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    assert entry.state is ConfigEntryState.LOADED
-    connected = asyncio.Event()
-
-    @callback
-    def on_status(state: bool) -> None:
-        if state:
-            connected.set()
-
-    unsubscribe_status = mqtt.async_subscribe_connection_status(hass, on_status)
-    if mqtt.is_connected(hass):
-        connected.set()
-    async with asyncio.timeout(10):
-        await connected.wait()
-    unsubscribe_status()
-
-    uid = uuid.uuid4().hex[
-        :8
-    ]  # the session's broker keeps other tests' retained topics
+    assert real_mqtt.state is ConfigEntryState.LOADED
+    assert mqtt.is_connected(hass)
+    # The session's broker keeps other tests' retained topics: use our own.
+    uid = uuid.uuid4().hex[:8]
     body = MQTTClient(client_id="test-body")
     await body.connect(f"mqtt://{mqtt_broker.host}:{mqtt_broker.port}")
     received: asyncio.Queue[mqtt.ReceiveMessage] = asyncio.Queue()
@@ -200,4 +173,3 @@ async def test_home_assistant_mqtt_on_real_broker(
             f"harness-{uid}/terminal/t-1/online", b"", qos=1, retain=True
         )
         await body.disconnect()
-    assert await hass.config_entries.async_unload(entry.entry_id)
