@@ -47,6 +47,7 @@ async def async_setup_entry(
 ) -> None:
     """Add a connectivity sensor per terminal."""
     async_setup_terminal_entities(
+        hass,
         entry,
         async_add_entities,
         lambda entry, terminal: [TerminalConnectivity(entry, terminal)],

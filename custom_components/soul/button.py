@@ -6,9 +6,8 @@ from homeassistant.components.button import ButtonEntity
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .core.registry import Terminal
-from .core.skill_profiles import Profile, profile
-from .entity import SkillEntity, async_setup_terminal_entities
+from .core.skill_profiles import Profile
+from .entity import SkillEntity, async_setup_terminal_entities, skill_entities
 from .runtime import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
@@ -22,17 +21,16 @@ class SkillButton(SkillEntity, ButtonEntity):
         await self.async_invoke({})
 
 
-def _build(entry: SoulConfigEntry, terminal: Terminal) -> list[SkillButton]:
-    skills = terminal.skills.skills if terminal.skills else ()
-    return [
-        SkillButton(entry, terminal, s) for s in skills if profile(s) is Profile.BUTTON
-    ]
-
-
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add the skill buttons of every terminal."""
-    async_setup_terminal_entities(entry, async_add_entities, _build, "button")
+    async_setup_terminal_entities(
+        hass,
+        entry,
+        async_add_entities,
+        skill_entities(SkillButton, Profile.BUTTON),
+        "button",
+    )

@@ -13,6 +13,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .const import DOMAIN, TITLE
 from .core.protocol import InvokeResult, Skill
 from .core.registry import Change, Terminal
+from .core.skill_profiles import Profile, profile
 from .runtime import SoulConfigEntry
 from .services import async_invoke_or_raise
 
@@ -157,8 +158,21 @@ class SkillEntity(TerminalEntity):
 type EntityBuilder = Callable[[SoulConfigEntry, Terminal], Iterable[TerminalEntity]]
 
 
+def skill_entities(cls: type[SkillEntity], kind: Profile) -> EntityBuilder:
+    """Return a builder of ``cls`` entities for a terminal's skills of profile ``kind``."""
+
+    def build(entry: SoulConfigEntry, terminal: Terminal) -> list[SkillEntity]:
+        skills = terminal.skills.skills if terminal.skills else ()
+        return [
+            cls(entry, terminal, skill) for skill in skills if profile(skill) is kind
+        ]
+
+    return build
+
+
 @callback
 def async_setup_terminal_entities(
+    hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
     build: EntityBuilder,
@@ -179,7 +193,7 @@ def async_setup_terminal_entities(
             known.update(e.unique_id for e in new if e.unique_id)
             async_add_entities(new)
         if gone := known - entities.keys():
-            entity_registry = er.async_get(entry.runtime_data.bridge.hass)
+            entity_registry = er.async_get(hass)
             for unique_id in gone:
                 if entity_id := entity_registry.async_get_entity_id(
                     platform, DOMAIN, unique_id

@@ -11,8 +11,8 @@ from homeassistant.util import color as color_util
 
 from .core.protocol import Skill
 from .core.registry import Terminal
-from .core.skill_profiles import LightProfile, Profile, light_profile, profile
-from .entity import SkillEntity, async_setup_terminal_entities
+from .core.skill_profiles import LightProfile, Profile, light_profile
+from .entity import SkillEntity, async_setup_terminal_entities, skill_entities
 from .runtime import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
@@ -81,17 +81,16 @@ class SkillLight(SkillEntity, LightEntity):
         self.async_write_ha_state()
 
 
-def _build(entry: SoulConfigEntry, terminal: Terminal) -> list[SkillLight]:
-    skills = terminal.skills.skills if terminal.skills else ()
-    return [
-        SkillLight(entry, terminal, s) for s in skills if profile(s) is Profile.LIGHT
-    ]
-
-
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add the skill lights of every terminal."""
-    async_setup_terminal_entities(entry, async_add_entities, _build, "light")
+    async_setup_terminal_entities(
+        hass,
+        entry,
+        async_add_entities,
+        skill_entities(SkillLight, Profile.LIGHT),
+        "light",
+    )

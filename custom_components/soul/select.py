@@ -8,8 +8,8 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.protocol import Skill
 from .core.registry import Terminal
-from .core.skill_profiles import Profile, profile, select_profile
-from .entity import SkillEntity, async_setup_terminal_entities
+from .core.skill_profiles import Profile, select_profile
+from .entity import SkillEntity, async_setup_terminal_entities, skill_entities
 from .runtime import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
@@ -44,17 +44,16 @@ class SkillSelect(SkillEntity, SelectEntity):
         self.async_write_ha_state()
 
 
-def _build(entry: SoulConfigEntry, terminal: Terminal) -> list[SkillSelect]:
-    skills = terminal.skills.skills if terminal.skills else ()
-    return [
-        SkillSelect(entry, terminal, s) for s in skills if profile(s) is Profile.SELECT
-    ]
-
-
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add the skill selects of every terminal."""
-    async_setup_terminal_entities(entry, async_add_entities, _build, "select")
+    async_setup_terminal_entities(
+        hass,
+        entry,
+        async_add_entities,
+        skill_entities(SkillSelect, Profile.SELECT),
+        "select",
+    )

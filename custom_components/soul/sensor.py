@@ -86,6 +86,7 @@ async def async_setup_entry(
 ) -> None:
     """Add the diagnostic sensors per terminal."""
     async_setup_terminal_entities(
+        hass,
         entry,
         async_add_entities,
         lambda entry, terminal: [TerminalSensor(entry, terminal, d) for d in SENSORS],
