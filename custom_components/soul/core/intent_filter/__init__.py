@@ -1,7 +1,14 @@
-"""The intent filter (spec §4.4), split by concept.
+"""The intent filter (spec §4.4): commands to catalog intents, without a model.
 
-So far: ``numbers`` (Arabic, Chinese and English numerals), ``durations``
-("10分钟后", "一个半小时", "in half an hour"), ``timepoints`` ("明天早上8点",
-"at 3:30 pm") and ``segmenter`` (clauses with spans). The lexicon, matcher,
-response builder and the ``filter_intents`` entry point follow.
+``filter_intents(request) -> response`` is the entry point. The package is split
+by concept: ``numbers``, ``durations`` and ``timepoints`` read values;
+``segmenter`` splits clauses; ``text`` detects the locale and folds text;
+``lexicon`` holds Soul's built-in vocabulary and decision markers; ``catalog``
+validates and compiles catalogs (cached by content); ``engine`` scores and
+decides.
 """
+
+from .catalog import IntentFilterError, clear_compile_cache, compile_catalog
+from .engine import filter_intents
+
+__all__ = ["IntentFilterError", "clear_compile_cache", "compile_catalog", "filter_intents"]

@@ -1,4 +1,10 @@
-"""Numbers written with Arabic digits, Chinese numerals or English words."""
+"""Numbers: Arabic digits, Chinese/Japanese kanji, Korean (Sino and native), English.
+
+Japanese writes numerals with the same kanji as Chinese ("二十", "一時間"), so
+``parse_chinese_number`` reads both. Korean has two systems: Sino-Korean
+("삼십", used for minutes and seconds) and native counting words ("한", "열두",
+used for hours); ``parse_korean_number`` reads either.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,37 @@ CN_DIGITS = {
 CN_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1000, "仟": 1000}
 CN_BIG = {"万": 10_000, "萬": 10_000, "亿": 100_000_000, "億": 100_000_000}
 CN_POINT = {"点", "點"}
+# Arabic digits, half and full width (Japanese and Chinese input methods).
+DIGITS = "0123456789０１２３４５６７８９"
 # Characters a Chinese numeral may be made of (digits mixed in: "1万2千").
-CN_NUMERAL_CHARS = "".join([*CN_DIGITS, *CN_UNITS, *CN_BIG, *CN_POINT]) + "0123456789."
+CN_NUMERAL_CHARS = "".join([*CN_DIGITS, *CN_UNITS, *CN_BIG, *CN_POINT]) + DIGITS + "."
+
+# Sino-Korean numerals, read by mapping them onto the Chinese characters.
+KO_SINO = {
+    "영": "零", "공": "零", "일": "一", "이": "二", "삼": "三", "사": "四", "오": "五",
+    "육": "六", "륙": "六", "칠": "七", "팔": "八", "구": "九", "십": "十", "백": "百",
+    "천": "千", "만": "万", "억": "亿",
+}  # fmt: skip
+_KO_SINO_TO_CN = str.maketrans(KO_SINO)
+# Native Korean counting words; the short forms ("한", "두") come before a counter.
+KO_NATIVE_UNITS = {
+    "하나": 1, "한": 1, "둘": 2, "두": 2, "셋": 3, "세": 3, "넷": 4, "네": 4,
+    "다섯": 5, "여섯": 6, "일곱": 7, "여덟": 8, "아홉": 9,
+}  # fmt: skip
+KO_NATIVE_TENS = {
+    "열": 10, "스물": 20, "스무": 20, "서른": 30, "마흔": 40, "쉰": 50, "예순": 60,
+    "일흔": 70, "여든": 80, "아흔": 90,
+}  # fmt: skip
+# "열두", "열 두", "스물다섯", "세", "스무": a tens word, a units word, or both.
+KO_NATIVE_PATTERN = (
+    f"(?:(?:{'|'.join(KO_NATIVE_TENS)}) ?)?"
+    f"(?:{'|'.join(sorted(KO_NATIVE_UNITS, key=len, reverse=True))})"
+    f"|{'|'.join(KO_NATIVE_TENS)}"
+)
+_KO_NATIVE = re.compile(
+    f"(?:(?P<tens>{'|'.join(KO_NATIVE_TENS)}) ?)?"
+    f"(?P<units>{'|'.join(sorted(KO_NATIVE_UNITS, key=len, reverse=True))})?"
+)
 
 EN_UNITS = {
     "zero": 0, "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
@@ -27,7 +62,7 @@ EN_TENS = {
 }  # fmt: skip
 EN_SCALES = {"hundred": 100, "thousand": 1000}
 EN_NUMBER_WORDS = {*EN_UNITS, *EN_TENS, *EN_SCALES, "and"}
-_ARABIC = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_ARABIC = re.compile(r"[0-9０-９]+(?:\.[0-9０-９]+)?")
 
 
 def _integer(text: str) -> int | None:
@@ -37,9 +72,9 @@ def _integer(text: str) -> int | None:
     index = 0
     while index < len(text):
         char = text[index]
-        if char.isdigit():
+        if char in DIGITS:
             end = index
-            while end < len(text) and text[end].isdigit():
+            while end < len(text) and text[end] in DIGITS:
                 end += 1
             number = int(text[index:end])
             index = end
@@ -59,7 +94,7 @@ def _integer(text: str) -> int | None:
 
 
 def parse_chinese_number(text: str) -> float | None:
-    """Return the value of a Chinese numeral ("二十六", "两千", "三点五", "半"), or None."""
+    """Return the value of a Chinese or Japanese numeral ("二十六", "三点五", "半")."""
     text = text.strip()
     if not text:
         return None
@@ -75,10 +110,43 @@ def parse_chinese_number(text: str) -> float | None:
         return None
     if not point:
         return float(value)
-    digits = [CN_DIGITS.get(c, int(c) if c.isdigit() else None) for c in fraction]
+    digits = [CN_DIGITS.get(c, int(c) if c in DIGITS else None) for c in fraction]
     if not digits or None in digits:
         return None
     return float(f"{value}.{''.join(str(d) for d in digits)}")
+
+
+parse_japanese_number = parse_chinese_number
+
+
+def parse_sino_korean_number(text: str) -> float | None:
+    """Return the value of a Sino-Korean numeral ("삼십", "이십오", "백"), or None."""
+    text = text.strip()
+    if not text or any(char not in KO_SINO for char in text):
+        return None
+    value = _integer(text.translate(_KO_SINO_TO_CN))
+    return None if value is None else float(value)
+
+
+def parse_native_korean_number(text: str) -> float | None:
+    """Return the value of native Korean counting words ("한", "열두", "스물다섯")."""
+    match = _KO_NATIVE.fullmatch(text.strip())
+    if match is None or not (match["tens"] or match["units"]):
+        return None
+    tens = KO_NATIVE_TENS[match["tens"]] if match["tens"] else 0
+    units = KO_NATIVE_UNITS[match["units"]] if match["units"] else 0
+    return float(tens + units)
+
+
+def parse_korean_number(text: str) -> float | None:
+    """Return the value of a Korean numeral (Sino, native, digits or "반"), or None."""
+    text = text.strip()
+    if text == "반":
+        return 0.5
+    if _ARABIC.fullmatch(text):
+        return float(text)
+    value = parse_native_korean_number(text)
+    return value if value is not None else parse_sino_korean_number(text)
 
 
 def parse_english_number(text: str) -> float | None:
@@ -112,4 +180,6 @@ def parse_english_number(text: str) -> float | None:
 def parse_number(text: str) -> float | None:
     """Return the value of a numeral in any of the supported forms, or None."""
     value = parse_chinese_number(text)
+    if value is None:
+        value = parse_korean_number(text)
     return value if value is not None else parse_english_number(text)

@@ -1,0 +1,360 @@
+"""Validate and compile an intent catalog (§3.10 / §4.4.1 and Soul's extensions).
+
+Catalogs come from bodies, so everything is checked and bounded: sizes, types,
+and every regular expression (compiled with :mod:`..safe_regex`, matched with a
+time limit). A compiled catalog is cached by content — a body sends its catalog
+once per connection while commands arrive constantly.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+import json
+import math
+import threading
+from typing import Any
+
+from ..safe_regex import UnsafeRegexError, compile_untrusted
+from .lexicon import ENTITY_TYPES
+from .text import to_simplified
+
+MAX_INTENTS = 256
+MAX_LIST_ITEMS = 512
+MAX_KEYWORD_LENGTH = 64
+MAX_PATTERNS = 32
+MAX_SLOTS = 32
+MAX_EXAMPLES = 64
+MAX_EXAMPLE_LENGTH = 200
+MAX_ID_LENGTH = 128
+CACHE_SIZE = 64
+DEFAULT_PRIORITY = 50
+TIME_KINDS = ("duration", "time_point")
+TIME_KEYS = ("seconds", "seconds_from_now", "iso", "timestamp", "text")
+ENTITY_TYPE_NAMES = ENTITY_TYPES | {"time"}
+_KEYWORD_RULES = ("keywords_any", "keywords_all", "negative_keywords")
+_REGEX_RULES = ("regex_any", "regex_all")
+_MATCH_KEYS = {
+    *_KEYWORD_RULES,
+    *_REGEX_RULES,
+    "entity_types_any",
+    "entity_types_all",
+    "examples",
+    "min_confidence",
+}
+
+
+class IntentFilterError(ValueError):
+    """An invalid request or catalog; the message says what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One parameter of an intent and where its value comes from."""
+
+    name: str
+    required: bool = False
+    has_default: bool = False
+    default: Any = None
+    regex: str | None = None
+    group: int | str = 1
+    from_entity_types: tuple[str, ...] = ()
+    use_normalized_entity: bool = True
+    from_time_key: str | None = None
+    time_kind: str | None = None
+    value_map: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """One catalog entry, folded and compiled for matching."""
+
+    index: int
+    id: str
+    name: str
+    priority: float
+    hint_score: float
+    min_confidence: float | None
+    keywords_any: tuple[str, ...]
+    keywords_all: tuple[str, ...]
+    negative_keywords: tuple[str, ...]
+    regex_any: tuple[str, ...]
+    regex_all: tuple[str, ...]
+    entity_types_any: tuple[str, ...]
+    entity_types_all: tuple[str, ...]
+    examples: tuple[frozenset[str], ...]
+    slots: tuple[Slot, ...]
+
+
+@dataclass(slots=True)
+class Catalog:
+    """A compiled catalog: its intents and a keyword index shared by all of them."""
+
+    intents: tuple[Intent, ...]
+    # first character → [(keyword, is_latin)], longest first
+    keyword_index: dict[str, list[tuple[str, bool]]]
+    # keyword → [(intent index, rule)]
+    keyword_owners: dict[str, list[tuple[int, str]]]
+    # patterns that exceeded their time limit once; skipped from then on
+    poisoned: set[str] = field(default_factory=set)
+
+
+def fold(text: str) -> str:
+    """Fold text the way clauses are folded: lower case, Simplified Chinese."""
+    return to_simplified(text.lower())
+
+
+def bigrams(text: str) -> frozenset[str]:
+    """Character bigrams of ``text`` without spaces (examples similarity)."""
+    compact = "".join(fold(text).split())
+    if len(compact) < 2:
+        return frozenset({compact}) if compact else frozenset()
+    return frozenset(compact[i : i + 2] for i in range(len(compact) - 1))
+
+
+def _where(intent_id: str | None, key: str) -> str:
+    return f"intent {intent_id!r}: {key}" if intent_id else key
+
+
+def _number(value: Any, where: str, low: float, high: float) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise IntentFilterError(f"{where} must be a number from {low:g} to {high:g}")
+    return float(value)
+
+
+def _strings(
+    value: Any, where: str, *, limit: int = MAX_LIST_ITEMS, length: int = MAX_KEYWORD_LENGTH
+) -> list[str]:
+    if not isinstance(value, list):
+        raise IntentFilterError(f"{where} must be a list of strings")
+    if len(value) > limit:
+        raise IntentFilterError(f"{where} has more than {limit} items")
+    out = []
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise IntentFilterError(f"{where} must contain non-empty strings")
+        if len(item) > length:
+            raise IntentFilterError(f"{where} item longer than {length} characters")
+        out.append(item.strip())
+    return out
+
+
+def _pattern(pattern: str, where: str) -> str:
+    try:
+        compile_untrusted(pattern)
+    except UnsafeRegexError as err:
+        raise IntentFilterError(f"{where}: {err}") from None
+    return pattern
+
+
+def _entity_types(value: Any, where: str) -> tuple[str, ...]:
+    types = _strings(value, where, limit=16)
+    unknown = sorted(set(types) - ENTITY_TYPE_NAMES)
+    if unknown:
+        raise IntentFilterError(
+            f"{where}: unknown entity type {unknown[0]!r} "
+            f"(known: {', '.join(sorted(ENTITY_TYPE_NAMES))})"
+        )
+    return tuple(types)
+
+
+def _slot(raw: Any, intent_id: str, seen: set[str]) -> Slot:
+    if not isinstance(raw, Mapping):
+        raise IntentFilterError(_where(intent_id, "every slot must be an object"))
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or len(name) > MAX_ID_LENGTH:
+        raise IntentFilterError(_where(intent_id, "every slot needs a string name"))
+    if name in seen:
+        raise IntentFilterError(_where(intent_id, f"duplicate slot {name!r}"))
+    seen.add(name)
+    where = _where(intent_id, f"slot {name!r}")
+    required = raw.get("required", False)
+    if not isinstance(required, bool):
+        raise IntentFilterError(f"{where}: required must be true or false")
+    regex = raw.get("regex")
+    if regex is not None:
+        if not isinstance(regex, str) or not regex:
+            raise IntentFilterError(f"{where}: regex must be a non-empty string")
+        compiled = compile_untrusted(_pattern(regex, f"{where} regex"))
+    group: int | str = 1 if regex is not None and compiled.groups else 0
+    if "regex_group" in raw:
+        group = raw["regex_group"]
+        if isinstance(group, bool) or not isinstance(group, int | str):
+            raise IntentFilterError(f"{where}: regex_group must be a number or a name")
+        if regex is not None:
+            valid = (
+                0 <= group <= compiled.groups
+                if isinstance(group, int)
+                else group in compiled.groupindex
+            )
+            if not valid:
+                raise IntentFilterError(
+                    f"{where}: regex_group {group!r} is not a group of {regex!r}"
+                )
+    from_types = raw.get("from_entity_types")
+    time_kind = raw.get("time_kind")
+    if time_kind is not None and time_kind not in TIME_KINDS:
+        raise IntentFilterError(f"{where}: time_kind must be one of {', '.join(TIME_KINDS)}")
+    time_key = raw.get("from_time_key")
+    if time_key is not None and time_key not in TIME_KEYS:
+        raise IntentFilterError(
+            f"{where}: from_time_key must be one of {', '.join(TIME_KEYS)}"
+        )
+    value_map = raw.get("value_map", {})
+    if not isinstance(value_map, Mapping) or len(value_map) > MAX_LIST_ITEMS:
+        raise IntentFilterError(f"{where}: value_map must be an object of at most {MAX_LIST_ITEMS} entries")
+    use_normalized = raw.get("use_normalized_entity", True)
+    if not isinstance(use_normalized, bool):
+        raise IntentFilterError(f"{where}: use_normalized_entity must be true or false")
+    return Slot(
+        name=name,
+        required=required,
+        has_default="default" in raw,
+        default=raw.get("default"),
+        regex=regex,
+        group=group,
+        from_entity_types=()
+        if from_types is None
+        else _entity_types(from_types, f"{where} from_entity_types"),
+        use_normalized_entity=use_normalized,
+        from_time_key=time_key,
+        time_kind=time_kind,
+        value_map={fold(str(k)): v for k, v in value_map.items()},
+    )
+
+
+def _intent(index: int, raw: Any, seen: set[str]) -> Intent:
+    if not isinstance(raw, Mapping):
+        raise IntentFilterError("every intent_catalog entry must be an object")
+    intent_id = raw.get("id")
+    if not isinstance(intent_id, str) or not intent_id.strip():
+        raise IntentFilterError("every intent_catalog entry needs a non-empty string id")
+    if len(intent_id) > MAX_ID_LENGTH:
+        raise IntentFilterError(f"intent id longer than {MAX_ID_LENGTH} characters")
+    if intent_id in seen:
+        raise IntentFilterError(f"duplicate intent id {intent_id!r} in intent_catalog")
+    seen.add(intent_id)
+    name = raw.get("name", intent_id)
+    if not isinstance(name, str):
+        raise IntentFilterError(_where(intent_id, "name must be a string"))
+    match = raw.get("match", {})
+    if not isinstance(match, Mapping):
+        raise IntentFilterError(_where(intent_id, "match must be an object"))
+    unknown = sorted(set(match) - _MATCH_KEYS)
+    if unknown:
+        raise IntentFilterError(_where(intent_id, f"unknown match rule {unknown[0]!r}"))
+    keywords = {
+        rule: tuple(
+            dict.fromkeys(
+                fold(k) for k in _strings(match.get(rule, []), _where(intent_id, rule))
+            )
+        )
+        for rule in _KEYWORD_RULES
+    }
+    patterns = {
+        rule: tuple(
+            _pattern(p, _where(intent_id, rule))
+            for p in _strings(
+                match.get(rule, []),
+                _where(intent_id, rule),
+                limit=MAX_PATTERNS,
+                length=4096,
+            )
+        )
+        for rule in _REGEX_RULES
+    }
+    examples = _strings(
+        match.get("examples", []),
+        _where(intent_id, "examples"),
+        limit=MAX_EXAMPLES,
+        length=MAX_EXAMPLE_LENGTH,
+    )
+    min_confidence = match.get("min_confidence")
+    slots_raw = raw.get("slots", [])
+    if not isinstance(slots_raw, list) or len(slots_raw) > MAX_SLOTS:
+        raise IntentFilterError(
+            _where(intent_id, f"slots must be a list of at most {MAX_SLOTS} objects")
+        )
+    slot_names: set[str] = set()
+    return Intent(
+        index=index,
+        id=intent_id,
+        name=name,
+        priority=_number(
+            raw.get("priority", DEFAULT_PRIORITY), _where(intent_id, "priority"), -1e6, 1e6
+        ),
+        hint_score=_number(raw.get("hint_score", 0), _where(intent_id, "hint_score"), 0, 1),
+        min_confidence=None
+        if min_confidence is None
+        else _number(min_confidence, _where(intent_id, "min_confidence"), 0, 1),
+        keywords_any=keywords["keywords_any"],
+        keywords_all=keywords["keywords_all"],
+        negative_keywords=keywords["negative_keywords"],
+        regex_any=patterns["regex_any"],
+        regex_all=patterns["regex_all"],
+        entity_types_any=_entity_types(
+            match.get("entity_types_any", []), _where(intent_id, "entity_types_any")
+        ),
+        entity_types_all=_entity_types(
+            match.get("entity_types_all", []), _where(intent_id, "entity_types_all")
+        ),
+        examples=tuple(bigrams(e) for e in examples),
+        slots=tuple(_slot(s, intent_id, slot_names) for s in slots_raw),
+    )
+
+
+def compile_catalog(entries: Any) -> Catalog:
+    """Validate ``entries`` (the ``intent_catalog`` array) and compile it."""
+    if not isinstance(entries, list):
+        raise IntentFilterError("intent_catalog must be an array of intents")
+    if not entries:
+        raise IntentFilterError("intent_catalog must not be empty")
+    if len(entries) > MAX_INTENTS:
+        raise IntentFilterError(f"intent_catalog has more than {MAX_INTENTS} intents")
+    seen: set[str] = set()
+    intents = tuple(_intent(i, raw, seen) for i, raw in enumerate(entries))
+    index: dict[str, list[tuple[str, bool]]] = {}
+    owners: dict[str, list[tuple[int, str]]] = {}
+    for intent in intents:
+        for rule in _KEYWORD_RULES:
+            for keyword in getattr(intent, rule):
+                if keyword not in owners:
+                    index.setdefault(keyword[0], []).append((keyword, keyword.isascii()))
+                owners.setdefault(keyword, []).append((intent.index, rule))
+    for candidates in index.values():
+        candidates.sort(key=lambda item: len(item[0]), reverse=True)
+    return Catalog(intents, index, owners)
+
+
+_cache: OrderedDict[str, Catalog] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def cached_catalog(entries: Any) -> tuple[Catalog, bool]:
+    """Return the compiled catalog for ``entries`` and whether it came from the cache."""
+    try:
+        key = json.dumps(entries, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        raise IntentFilterError("intent_catalog must be plain JSON") from None
+    with _cache_lock:
+        if (catalog := _cache.get(key)) is not None:
+            _cache.move_to_end(key)
+            return catalog, True
+    catalog = compile_catalog(entries)
+    with _cache_lock:
+        _cache[key] = catalog
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return catalog, False
+
+
+def clear_compile_cache() -> None:
+    """Forget every compiled catalog (benchmarks use it to measure cold compiles)."""
+    with _cache_lock:
+        _cache.clear()

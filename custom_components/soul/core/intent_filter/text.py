@@ -1,0 +1,162 @@
+"""Locale detection and the text variants rules are matched against.
+
+Every variant keeps a map back to the original command, so spans reported to
+callers always index the command as sent:
+
+* ``folded`` — lower case, Traditional Chinese converted to Simplified with
+  ``zhconv-rs`` (OpenCC/MediaWiki tables), one character per character;
+* ``compact`` — ``folded`` with Chinese verb reduplication and separable-verb
+  infixes removed ("摇摇头" → "摇头", "点个头" / "点一下头" → "点头",
+  "看一看" → "看"), so catalogs written with the plain verb still match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import functools
+import re
+
+from zhconv_rs import zhconv
+
+SUPPORTED_LOCALES = ("zh-CN", "zh-TW", "en-US", "ja-JP", "ko-KR")
+_LOCALE_ALIASES = {
+    "zh": "zh-CN", "zh-cn": "zh-CN", "zh-hans": "zh-CN", "zh-sg": "zh-CN",
+    "zh-hans-cn": "zh-CN", "zh-tw": "zh-TW", "zh-hant": "zh-TW", "zh-hk": "zh-TW",
+    "zh-mo": "zh-TW", "zh-hant-tw": "zh-TW", "en": "en-US", "ja": "ja-JP",
+    "ko": "ko-KR",
+}  # fmt: skip
+
+_HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HAN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
+# Numerals and demonstratives: "一个", "这个", "几下" are not infixes.
+_NOT_INFIX_HOST = set("一二三四五六七八九十两几这那哪每半多某整零百千万个")
+# "摇摇头", "看一看", "摇了摇头"; "点个头", "点一下头", "点了一下头".
+_REDUPLICATION = re.compile(r"([\u4e00-\u9fff])(?:[一了])?\1")
+_INFIX = re.compile(r"([\u4e00-\u9fff])(?:了一下|一下|一个|了个|个|了)(?=[\u4e00-\u9fff])")
+
+
+def normalize_locale(value: str) -> str | None:
+    """Return the supported locale ``value`` names ("zh_TW" → "zh-TW"), or None."""
+    key = value.strip().replace("_", "-").lower()
+    for locale in SUPPORTED_LOCALES:
+        if key == locale.lower():
+            return locale
+    if key in _LOCALE_ALIASES:
+        return _LOCALE_ALIASES[key]
+    return _LOCALE_ALIASES.get(key.split("-", 1)[0])
+
+
+@functools.lru_cache(maxsize=8192)
+def to_simplified(text: str) -> str:
+    """Convert Traditional Chinese to Simplified, keeping one character per character."""
+    converted = zhconv(text, "zh-Hans")
+    if len(converted) == len(text):
+        return converted
+    return "".join(zhconv(char, "zh-Hans") or char for char in text)
+
+
+def _lower(text: str) -> str:
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def detect_locale(text: str) -> str:
+    """Guess the locale of ``text`` from its script."""
+    if _HANGUL.search(text):
+        return "ko-KR"
+    if _KANA.search(text):
+        return "ja-JP"
+    if _HAN.search(text):
+        return "zh-TW" if to_simplified(text) != text else "zh-CN"
+    return "en-US"
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A rewritten copy of a clause; ``origin[i]`` is where its ``i``-th character came from."""
+
+    text: str
+    origin: tuple[int, ...]
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """Map ``[start, end)`` of this variant back onto the original command."""
+        if start >= len(self.origin):
+            last = self.origin[-1] + 1 if self.origin else 0
+            return last, last
+        return self.origin[start], self.origin[max(start, end - 1)] + 1
+
+
+def _rewrite(
+    variant: Variant, pattern: re.Pattern[str], keep_group: int = 1
+) -> Variant:
+    """Replace every match of ``pattern`` by its group ``keep_group``, tracking origins."""
+    text, origin = variant.text, variant.origin
+    pieces: list[str] = []
+    origins: list[int] = []
+    position = 0
+    for match in pattern.finditer(text):
+        pieces.append(text[position : match.start()])
+        origins.extend(origin[position : match.start()])
+        kept_start, kept_end = match.span(keep_group)
+        pieces.append(text[kept_start:kept_end])
+        origins.extend(origin[kept_start:kept_end])
+        position = match.end()
+    if not pieces:
+        return variant
+    pieces.append(text[position:])
+    origins.extend(origin[position:])
+    return Variant("".join(pieces), tuple(origins))
+
+
+def _compact_infix(variant: Variant) -> Variant:
+    text = variant.text
+    if not any(marker in text for marker in "个了一"):
+        return variant
+    pieces: list[str] = []
+    origins: list[int] = []
+    position = 0
+    for match in _INFIX.finditer(text):
+        if match.group(1) in _NOT_INFIX_HOST:
+            continue
+        keep_end = match.end(1)
+        pieces.append(text[position:keep_end])
+        origins.extend(variant.origin[position:keep_end])
+        position = match.end()
+    if not pieces:
+        return variant
+    pieces.append(text[position:])
+    origins.extend(variant.origin[position:])
+    return Variant("".join(pieces), tuple(origins))
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """The forms of one clause that rules are tried against, most literal first."""
+
+    original: Variant
+    folded: Variant
+    compact: Variant
+
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        """Distinct variants in the order rules should try them."""
+        out = [self.original]
+        for variant in (self.folded, self.compact):
+            if all(variant.text != seen.text for seen in out):
+                out.append(variant)
+        return tuple(out)
+
+
+def make_clause(command: str, start: int, end: int) -> Clause:
+    """Build the variants of ``command[start:end]`` with origins in ``command``."""
+    text = command[start:end]
+    origin = tuple(range(start, end))
+    original = Variant(text, origin)
+    folded = Variant(to_simplified(_lower(text)), origin)
+    if folded.text == text:
+        folded = original
+    compact = _compact_infix(_rewrite(folded, _REDUPLICATION))
+    return Clause(original, folded, compact)
