@@ -11,4 +11,9 @@ decides.
 from .catalog import IntentFilterError, clear_compile_cache, compile_catalog
 from .engine import filter_intents
 
-__all__ = ["IntentFilterError", "clear_compile_cache", "compile_catalog", "filter_intents"]
+__all__ = [
+    "IntentFilterError",
+    "clear_compile_cache",
+    "compile_catalog",
+    "filter_intents",
+]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+import itertools
 import re
 import time
 from typing import Any
@@ -21,7 +22,15 @@ import uuid
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..safe_regex import RegexTimeoutError, UnsafeRegexError, search
-from .catalog import Catalog, Intent, IntentFilterError, Slot, bigrams, cached_catalog, fold
+from .catalog import (
+    Catalog,
+    Intent,
+    IntentFilterError,
+    Slot,
+    bigrams,
+    cached_catalog,
+    fold,
+)
 from .durations import Duration, find_durations
 from .lexicon import (
     CONVERSATION,
@@ -77,6 +86,8 @@ _NUMERIC = re.compile(r"\s*[0-9０-９.]+\s*|[零〇一二两兩三四五六七�
 _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
 _CONTENT = re.compile(r"[\w]", re.UNICODE)
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
+_RUN_ID = uuid.uuid4().hex[:8]
+_request_numbers = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -183,29 +194,45 @@ def _parse_request(request: Any, default_timezone: str) -> _Request:
     if not isinstance(command, str) or not command.strip():
         raise IntentFilterError("command is required and must be a non-empty string")
     if len(command) > MAX_COMMAND_LENGTH:
-        raise IntentFilterError(f"command is longer than {MAX_COMMAND_LENGTH} characters")
+        raise IntentFilterError(
+            f"command is longer than {MAX_COMMAND_LENGTH} characters"
+        )
     if "intent_catalog" not in request:
         raise IntentFilterError("intent_catalog is required")
     raw_options = request.get("options") or {}
     if not isinstance(raw_options, Mapping):
         raise IntentFilterError("options must be an object")
     options = dict(DEFAULT_OPTIONS)
-    for key in DEFAULT_OPTIONS:
+    for key, default in DEFAULT_OPTIONS.items():
         if key in _OPTION_RANGES:
-            value = raw_options.get(key, DEFAULT_OPTIONS[key])
+            value = raw_options.get(key, default)
             low, high = _OPTION_RANGES[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise IntentFilterError(f"options.{key} must be an integer from {low} to {high}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not low <= value <= high
+            ):
+                raise IntentFilterError(
+                    f"options.{key} must be an integer from {low} to {high}"
+                )
             options[key] = value
         elif key == "min_confidence":
-            value = raw_options.get(key, DEFAULT_OPTIONS[key])
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-                raise IntentFilterError("options.min_confidence must be a number from 0 to 1")
+            value = raw_options.get(key, default)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 <= value <= 1
+            ):
+                raise IntentFilterError(
+                    "options.min_confidence must be a number from 0 to 1"
+                )
             options[key] = float(value)
         else:
             options[key] = _bool_option(raw_options, key)
     request_id = request.get("request_id")
-    if request_id is not None and (not isinstance(request_id, str) or len(request_id) > 128):
+    if request_id is not None and (
+        not isinstance(request_id, str) or len(request_id) > 128
+    ):
         raise IntentFilterError("request_id must be a string of at most 128 characters")
     tz_name = request.get("timezone") or default_timezone
     if not isinstance(tz_name, str):
@@ -223,16 +250,23 @@ def _parse_request(request: Any, default_timezone: str) -> _Request:
         try:
             parsed = datetime.fromisoformat(now_raw)
         except ValueError:
-            raise IntentFilterError(f"now {now_raw!r} is not an ISO 8601 date and time") from None
-        now = parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed.astimezone(zone)
-    locale = request.get("locale")
-    if locale is not None:
-        if not isinstance(locale, str) or (locale := normalize_locale(locale)) is None:
             raise IntentFilterError(
-                "locale must be one of zh-CN, zh-TW, en-US, ja-JP, ko-KR"
-            )
+                f"now {now_raw!r} is not an ISO 8601 date and time"
+            ) from None
+        now = (
+            parsed.replace(tzinfo=zone)
+            if parsed.tzinfo is None
+            else parsed.astimezone(zone)
+        )
+    locale = request.get("locale")
+    if locale is not None and (
+        not isinstance(locale, str) or (locale := normalize_locale(locale)) is None
+    ):
+        raise IntentFilterError(
+            "locale must be one of zh-CN, zh-TW, en-US, ja-JP, ko-KR"
+        )
     return _Request(
-        request_id=request_id or f"ifr_{uuid.uuid4().hex[:16]}",
+        request_id=request_id or f"ifr_{_RUN_ID}{next(_request_numbers):x}",
         command=command,
         entries=request["intent_catalog"],
         options=options,
@@ -249,10 +283,17 @@ def _merge(durations: list[Duration]) -> list[Duration]:
     """Join adjacent durations ("1小时30分钟后", "2 hours 10 minutes")."""
     merged: list[Duration] = []
     for duration in durations:
-        if merged and 0 <= duration.start - merged[-1].end <= 1 and not merged[-1].relative:
+        if (
+            merged
+            and 0 <= duration.start - merged[-1].end <= 1
+            and not merged[-1].relative
+        ):
             last = merged[-1]
             merged[-1] = Duration(
-                last.seconds + duration.seconds, last.start, duration.end, duration.relative
+                last.seconds + duration.seconds,
+                last.start,
+                duration.end,
+                duration.relative,
             )
         else:
             merged.append(duration)
@@ -262,8 +303,8 @@ def _merge(durations: list[Duration]) -> list[Duration]:
 def _keyword_hits(catalog: Catalog, clause: Clause) -> list[_Hit]:
     hits: dict[tuple[str, int], _Hit] = {}
     index = catalog.keyword_index
-    for variant in (clause.folded, clause.compact):
-        text = variant.text
+    for variant in clause.variants:
+        text = variant.text if variant is not clause.original else variant.text.lower()
         for position, char in enumerate(text):
             candidates = index.get(char)
             if not candidates:
@@ -284,7 +325,7 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[_Hit]:
 
 
 def _read(ctx: _Context, seg: Segment) -> _Reading:
-    clause = make_clause(ctx.request.command, seg.start, seg.end)
+    clause = make_clause(ctx.request.command, seg.start, seg.end, ctx.locale)
     folded = clause.folded.text
     entities = [
         Entity(e.type, e.value, e.text, e.start + seg.start, e.end + seg.start)
@@ -304,7 +345,9 @@ def _read(ctx: _Context, seg: Segment) -> _Reading:
     )
     if not ctx.request.options["enable_time_parser"]:
         durations = []
-    timed = [(d.start, d.end) for d in durations] + [(t.start, t.end) for t in time_points]
+    timed = [(d.start, d.end) for d in durations] + [
+        (t.start, t.end) for t in time_points
+    ]
     numbers = []
     for match in _NUMBER_TOKEN.finditer(folded):
         start, end = match.start() + seg.start, match.end() + seg.start
@@ -331,7 +374,9 @@ def _read(ctx: _Context, seg: Segment) -> _Reading:
         negated=is_negated(folded),
         question=is_question(folded),
         chatty=bool(
-            OPINION.search(folded) or CONVERSATION.search(folded) or EXCLAMATION.search(folded)
+            OPINION.search(folded)
+            or CONVERSATION.search(folded)
+            or EXCLAMATION.search(folded)
         ),
         types=types,
     )
@@ -375,7 +420,7 @@ def _seconds_for(
 def _time_value(
     slot: Slot, reading: _Reading, now: datetime, command: str
 ) -> tuple[Any, str] | None:
-    """A slot bound with ``from_time_key`` / ``time_kind``."""
+    """Return the value of a slot bound with ``from_time_key`` / ``time_kind``."""
     durations, points = _time_signals(reading)
     key = slot.from_time_key or "seconds"
     if slot.time_kind != "time_point" and durations:
@@ -405,7 +450,11 @@ def _time_value(
 
 
 def _normalize_capture(
-    ctx: _Context, slot: Slot, raw: str, variant: Variant | None, span: tuple[int, int] | None
+    ctx: _Context,
+    slot: Slot,
+    raw: str,
+    variant: Variant | None,
+    span: tuple[int, int] | None,
 ) -> Any:
     folded = fold(raw).strip()
     if folded in slot.value_map:
@@ -422,7 +471,10 @@ def _normalize_capture(
         inside = ctx.durations(folded)
         if inside and (value := parse_number(folded)) is None:
             return _json_number(inside[0].seconds)
-    if _NUMERIC.fullmatch(folded) and (value := parse_number(folded.strip())) is not None:
+    if (
+        _NUMERIC.fullmatch(folded)
+        and (value := parse_number(folded.strip())) is not None
+    ):
         return _json_number(value)
     kind = _AFFINITY.get(slot.name)
     if kind is not None:
@@ -460,10 +512,14 @@ def _fill_slots(
                 value = _normalize_capture(ctx, slot, captured, variant, span)
                 found = True
                 break
-        if not found and (slot.from_time_key or slot.time_kind):
-            if (timed := _time_value(slot, reading, now, ctx.request.command)) is not None:
-                value, raw = timed
-                found = True
+        if (
+            not found
+            and (slot.from_time_key or slot.time_kind)
+            and (timed := _time_value(slot, reading, now, ctx.request.command))
+            is not None
+        ):
+            value, raw = timed
+            found = True
         if not found and slot.from_entity_types:
             for entity in reading.entities:
                 if entity.type in slot.from_entity_types:
@@ -476,10 +532,14 @@ def _fill_slots(
                 raw = ctx.request.command[start:end]
                 value = _json_number(number) if slot.use_normalized_entity else raw
                 found = True
-            if not found and {"duration", "time_point", "time"} & set(slot.from_entity_types):
-                if (timed := _time_value(slot, reading, now, ctx.request.command)) is not None:
-                    value, raw = timed
-                    found = True
+            if (
+                not found
+                and {"duration", "time_point", "time"} & set(slot.from_entity_types)
+                and (timed := _time_value(slot, reading, now, ctx.request.command))
+                is not None
+            ):
+                value, raw = timed
+                found = True
         if not found:
             found, value, raw = _implicit(ctx, slot, reading)
         if found:
@@ -494,10 +554,30 @@ def _fill_slots(
     return parameters, normalized, missing, from_text
 
 
-def _implicit(ctx: _Context, slot: Slot, reading: _Reading) -> tuple[bool, Any, str | None]:
+def _align(ctx: _Context, slot: Slot, entity: Entity) -> tuple[str, str] | None:
+    """Return what ``slot``'s pattern captures from a surface form of ``entity``."""
+    if slot.regex is None:
+        return None
+    for surface in surfaces_of(ctx.locale, entity.type, str(entity.value)):
+        try:
+            match = search(slot.regex, surface, timeout=REGEX_TIMEOUT)
+        except UnsafeRegexError:
+            return None
+        if match is not None and (captured := match.group(slot.group)):
+            return captured, surface
+    return None
+
+
+def _implicit(
+    ctx: _Context, slot: Slot, reading: _Reading
+) -> tuple[bool, Any, str | None]:
     """Fill a slot from what Soul understands by itself (time, entities, numbers)."""
     if slot.name.endswith("_seconds"):
-        if (picked := _seconds_for(slot.name, reading, ctx.request.now, ctx.request.command)) is not None:
+        if (
+            picked := _seconds_for(
+                slot.name, reading, ctx.request.now, ctx.request.command
+            )
+        ) is not None:
             seconds, text = picked
             return True, _json_number(seconds), text or None
         return False, None, None
@@ -512,14 +592,16 @@ def _implicit(ctx: _Context, slot: Slot, reading: _Reading) -> tuple[bool, Any, 
         # Align what the user said with the catalog's own vocabulary: "nod" has
         # the surface "点头", which the slot's pattern accepts.
         for entity in reading.entities:
-            for surface in surfaces_of(ctx.locale, entity.type, str(entity.value)):
-                try:
-                    match = search(slot.regex, surface, timeout=REGEX_TIMEOUT)
-                except UnsafeRegexError:
-                    return False, None, None
-                if match is not None and match.group(slot.group):
-                    captured = match.group(slot.group)
-                    return True, _normalize_capture(ctx, slot, captured, None, None), entity.text
+            key = (slot.regex, ctx.locale, entity.type, str(entity.value))
+            if key not in ctx.catalog.alignments:
+                ctx.catalog.alignments[key] = _align(ctx, slot, entity)
+            if (aligned := ctx.catalog.alignments[key]) is not None:
+                captured, _surface = aligned
+                return (
+                    True,
+                    _normalize_capture(ctx, slot, captured, None, None),
+                    entity.text,
+                )
     if _NUMBER_SLOTS.search(slot.name) and reading.numbers:
         number, start, end = reading.numbers[0]
         return True, _json_number(number), ctx.request.command[start:end]
@@ -588,16 +670,22 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
             score *= 0.5
         best_coverage = max(best_coverage, coverage)
         covered.append((hit.start, hit.end))
-        evidence.append({"type": "keyword_any", "value": hit.keyword, "score": round(score, 3)})
+        evidence.append(
+            {"type": "keyword_any", "value": hit.keyword, "score": round(score, 3)}
+        )
         scores.append(score)
     if best_coverage >= 0.5:
         strong = True
     for pattern in intent.regex_any:
         for variant in variants:
             if (match := ctx.regex(intent, pattern, variant.text)) is not None:
-                coverage = min(1.0, (match.end() - match.start()) / max(1, len(variant.text)))
+                coverage = min(
+                    1.0, (match.end() - match.start()) / max(1, len(variant.text))
+                )
                 score = 0.7 + 0.25 * coverage
-                evidence.append({"type": "regex_any", "value": pattern, "score": round(score, 3)})
+                evidence.append(
+                    {"type": "regex_any", "value": pattern, "score": round(score, 3)}
+                )
                 scores.append(score)
                 strong = True
                 break
@@ -617,12 +705,18 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
             default=0.0,
         )
         if best >= 0.3:
-            evidence.append({"type": "example", "value": round(best, 3), "score": round(best, 3)})
+            evidence.append(
+                {"type": "example", "value": round(best, 3), "score": round(best, 3)}
+            )
             scores.append(best)
             strong = strong or best >= 0.6
     if intent.entity_types_all:
         evidence.append(
-            {"type": "entity_types_all", "value": list(intent.entity_types_all), "score": 0.5}
+            {
+                "type": "entity_types_all",
+                "value": list(intent.entity_types_all),
+                "score": 0.5,
+            }
         )
         scores.append(0.5)
     if not scores:
@@ -632,13 +726,22 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
         evidence.append({"type": "slot", "value": name, "score": 0.15})
         scores.append(0.15)
     if intent.hint_score:
-        evidence.append({"type": "hint_score", "value": intent.hint_score, "score": intent.hint_score})
+        evidence.append(
+            {
+                "type": "hint_score",
+                "value": intent.hint_score,
+                "score": intent.hint_score,
+            }
+        )
         scores.append(intent.hint_score)
     confidence = round(min(0.99, _noisy_or(scores)), 3)
     strong = strong or from_text > 0 or reading.has_action
-    if reading.chatty and not reading.has_action and not any(
-        e["type"] in ("regex_any", "regex_all") for e in evidence
-    ) and best_coverage < 1.0:
+    if (
+        reading.chatty
+        and not reading.has_action
+        and not any(e["type"] in ("regex_any", "regex_all") for e in evidence)
+        and best_coverage < 1.0
+    ):
         strong = False
     return _Candidate(
         intent=intent,
@@ -681,7 +784,9 @@ def _intent_body(candidate: _Candidate) -> dict[str, Any]:
     }
 
 
-def _system_body(intent_id: str, command: str, reason: str, confidence: float) -> dict[str, Any]:
+def _system_body(
+    intent_id: str, command: str, reason: str, confidence: float
+) -> dict[str, Any]:
     stripped = command.strip()
     start = command.index(stripped) if stripped else 0
     return {
@@ -710,7 +815,9 @@ def _classify(command: str) -> tuple[str, str, float]:
     return SYS_FALLBACK, "no_catalog_match", 0.5
 
 
-def filter_intents(request: Any, *, default_timezone: str = DEFAULT_TIMEZONE) -> dict[str, Any]:
+def filter_intents(
+    request: Any, *, default_timezone: str = DEFAULT_TIMEZONE
+) -> dict[str, Any]:
     """Filter one command against a catalog (§4.4); raises ``IntentFilterError`` on bad input."""
     started = time.perf_counter()
     req = _parse_request(request, default_timezone)
@@ -742,13 +849,19 @@ def filter_intents(request: Any, *, default_timezone: str = DEFAULT_TIMEZONE) ->
     rejected: list[_Candidate] = []
     mentioned: list[_Candidate] = []
     debug: list[dict[str, Any]] = []
-    per_segment = options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
+    per_segment = (
+        options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
+    )
     for reading in readings:
         candidates = [
             c
             for intent in catalog.intents
-            if reading.hits or intent.regex_any or intent.regex_all or intent.entity_types_any
-            or intent.entity_types_all or intent.examples
+            if reading.hits
+            or intent.regex_any
+            or intent.regex_all
+            or intent.entity_types_any
+            or intent.entity_types_all
+            or intent.examples
             if (c := _score(ctx, intent, reading)) is not None
         ]
         candidates.sort(key=_rank)
@@ -774,7 +887,9 @@ def filter_intents(request: Any, *, default_timezone: str = DEFAULT_TIMEZONE) ->
                 continue
             if reading.negated:
                 candidate.status = "rejected"
-                candidate.evidence.append({"type": "negation", "value": True, "score": 0})
+                candidate.evidence.append(
+                    {"type": "negation", "value": True, "score": 0}
+                )
                 rejected.append(candidate)
                 break
             if reading.question or not candidate.strong:
@@ -783,7 +898,11 @@ def filter_intents(request: Any, *, default_timezone: str = DEFAULT_TIMEZONE) ->
             if chosen < per_segment:
                 selected.append(candidate)
                 chosen += 1
-    selected = selected[: options["max_intents"]] if options["allow_multi_intent"] else selected[:1]
+    selected = (
+        selected[: options["max_intents"]]
+        if options["allow_multi_intent"]
+        else selected[:1]
+    )
 
     emit = options["emit_system_intent_when_empty"]
     intents: list[dict[str, Any]]
@@ -821,7 +940,9 @@ def filter_intents(request: Any, *, default_timezone: str = DEFAULT_TIMEZONE) ->
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
             "segment_count": len(segments),
             "catalog_size": len(catalog.intents),
-            "time_signals": sum(len(r.durations) + len(r.time_points) for r in readings),
+            "time_signals": sum(
+                len(r.durations) + len(r.time_points) for r in readings
+            ),
             "timezone": req.timezone,
             "locale": locale,
             "now": req.now.isoformat(),
@@ -837,19 +958,32 @@ def filter_intents(request: Any, *, default_timezone: str = DEFAULT_TIMEZONE) ->
             {
                 "segment_index": r.seg.index,
                 "entities": [
-                    {"type": e.type, "value": e.value, "text": e.text, "start": e.start, "end": e.end}
+                    {
+                        "type": e.type,
+                        "value": e.value,
+                        "text": e.text,
+                        "start": e.start,
+                        "end": e.end,
+                    }
                     for e in r.entities
                 ],
                 "durations": [
-                    {"seconds": _json_number(d.seconds), "relative": d.relative,
-                     "start": d.start, "end": d.end}
+                    {
+                        "seconds": _json_number(d.seconds),
+                        "relative": d.relative,
+                        "start": d.start,
+                        "end": d.end,
+                    }
                     for d in r.durations
                 ],
                 "time_points": [
                     {"at": t.at.isoformat(), "start": t.start, "end": t.end}
                     for t in r.time_points
                 ],
-                "numbers": [{"value": _json_number(v), "start": s, "end": e} for v, s, e in r.numbers],
+                "numbers": [
+                    {"value": _json_number(v), "start": s, "end": e}
+                    for v, s, e in r.numbers
+                ],
             }
             for r in readings
         ]

@@ -116,6 +116,7 @@ class Lexicon:
 
 _EN_PHRASAL = re.compile(
     r"\b(?:turn|switch|power)\s+(?:(?:the|my|all|your|that|this|those|these|[a-z]+)\s+){1,3}?(on|off)\b"
+    r"|\b(?:lights?|lamps?|fans?|tv|music|heater|everything|all)\s+(on|off)\b"
 )
 
 
@@ -157,7 +158,8 @@ def lexicon(locale: str) -> Lexicon:
     )
 
 
-def find_entities(text: str, locale: str) -> list[Entity]:
+@functools.lru_cache(maxsize=4096)
+def find_entities(text: str, locale: str) -> tuple[Entity, ...]:
     """Return the built-in action/device/room/colour/motion entities in ``text``."""
     lex = lexicon(locale)
     found: list[Entity] = []
@@ -172,12 +174,20 @@ def find_entities(text: str, locale: str) -> list[Entity]:
             )
         if entry is not None:
             found.append(Entity(entry[0], entry[1], match.group(), *match.span()))
-    if "turn" in text or "switch" in text or "power" in text:
+    if " on" in text or " off" in text:
         for match in _EN_PHRASAL.finditer(text):
-            if not any(e.start <= match.start(1) < e.end for e in found):
-                found.append(Entity("action", match.group(1), match.group(), *match.span()))
+            group = 1 if match.group(1) else 2
+            if not any(e.start <= match.start(group) < e.end for e in found):
+                found.append(
+                    Entity(
+                        "action",
+                        match.group(group),
+                        match.group(group),
+                        *match.span(group),
+                    )
+                )
         found.sort(key=lambda e: e.start)
-    return found
+    return tuple(found)
 
 
 def surfaces_of(locale: str, kind: str, value: str) -> tuple[str, ...]:
@@ -231,9 +241,13 @@ _EN_AUX_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _JA_QUESTION_END = re.compile(r"(?:か|の)[?？]?\s*$")
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
+_WH_WORD = re.compile(
+    "为什么|为何|怎么|什么|why|what|how|なぜ|どうして|왜", re.IGNORECASE
+)
 # Asking for conversation rather than a device action.
 CONVERSATION = _alternation(
-    "讲 说说 告诉 聊 陪我 推荐 介绍 解释 分析 翻译 写 唱 猜 你觉得 你认为 怎么看 想法 看法 意见 "
+    "讲 说说 告诉 聊天 聊聊 聊一聊 陪我 推荐 介绍 解释 分析 翻译 写 唱 猜 你觉得 你认为 怎么看 想法 看法 意见 "
     "tell talk chat explain recommend translate write sing think opinion "
     "教えて 話して 説明 歌って 말해 얘기 설명 추천"
 )
@@ -262,14 +276,14 @@ EXCLAMATION = _alternation(
 
 def is_question(text: str) -> bool:
     """Whether ``text`` asks for information (not a polite request for an action)."""
-    if QUESTION.search(text) is None and not _EN_AUX_QUESTION.match(text):
-        if not (_JA_QUESTION_END.search(text) and re.search(r"[\u3040-\u309f]", text)):
-            return False
-    if POLITE_REQUEST.search(text) and not re.search(
-        "为什么|为何|怎么|什么|why|what|how|なぜ|どうして|왜", text, re.IGNORECASE
+    if (
+        QUESTION.search(text) is None
+        and not _EN_AUX_QUESTION.match(text)
+        and not (_JA_QUESTION_END.search(text) and _HIRAGANA.search(text))
     ):
         return False
-    return True
+    # "能帮我开灯吗" asks for an action; "为什么灯是红的" still asks a question.
+    return not POLITE_REQUEST.search(text) or bool(_WH_WORD.search(text))
 
 
 def is_negated(text: str) -> bool:

@@ -33,7 +33,9 @@ _HAN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
 _NOT_INFIX_HOST = set("一二三四五六七八九十两几这那哪每半多某整零百千万个")
 # "摇摇头", "看一看", "摇了摇头"; "点个头", "点一下头", "点了一下头".
 _REDUPLICATION = re.compile(r"([\u4e00-\u9fff])(?:[一了])?\1")
-_INFIX = re.compile(r"([\u4e00-\u9fff])(?:了一下|一下|一个|了个|个|了)(?=[\u4e00-\u9fff])")
+_INFIX = re.compile(
+    r"([\u4e00-\u9fff])(?:了一下|一下|一个|了个|个|了)(?=[\u4e00-\u9fff])"
+)
 
 
 def normalize_locale(value: str) -> str | None:
@@ -139,24 +141,24 @@ class Clause:
     original: Variant
     folded: Variant
     compact: Variant
-
-    @property
-    def variants(self) -> tuple[Variant, ...]:
-        """Distinct variants in the order rules should try them."""
-        out = [self.original]
-        for variant in (self.folded, self.compact):
-            if all(variant.text != seen.text for seen in out):
-                out.append(variant)
-        return tuple(out)
+    variants: tuple[Variant, ...]  # distinct, in the order rules try them
 
 
-def make_clause(command: str, start: int, end: int) -> Clause:
-    """Build the variants of ``command[start:end]`` with origins in ``command``."""
+def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Clause:
+    """Build the variants of ``command[start:end]`` with origins in ``command``.
+
+    Japanese keeps its kanji: "開けて" is "open", not Simplified "开けて".
+    """
     text = command[start:end]
     origin = tuple(range(start, end))
     original = Variant(text, origin)
-    folded = Variant(to_simplified(_lower(text)), origin)
+    lowered = _lower(text)
+    folded = Variant(lowered if locale == "ja-JP" else to_simplified(lowered), origin)
     if folded.text == text:
         folded = original
     compact = _compact_infix(_rewrite(folded, _REDUPLICATION))
-    return Clause(original, folded, compact)
+    variants = [original]
+    for variant in (folded, compact):
+        if all(variant.text != seen.text for seen in variants):
+            variants.append(variant)
+    return Clause(original, folded, compact, tuple(variants))
