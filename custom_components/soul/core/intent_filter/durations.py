@@ -1,9 +1,10 @@
-"""Durations and relative times: "10分钟后", "一个半小时", "in half an hour",
-"10分後", "あと5分", "1時間半後", "10분 후", "한 시간 반 뒤".
+"""Durations and relative times in Chinese, Japanese, Korean and English.
 
-Each unit word is found first; the number is read backwards from it (Chinese or
-Japanese kanji, Korean numerals, Arabic digits, or up to four English number
-words), so the patterns here are Soul's own and fixed, never a body's.
+"10分钟后", "一个半小时", "10分後", "あと5分", "1時間半後", "10분 후", "한 시간
+반 뒤", "in half an hour". Each unit word is found first; the number is read
+backwards from it (Chinese or Japanese kanji, Korean numerals, Arabic digits,
+or up to four English number words), so the patterns here are Soul's own and
+fixed, never a body's.
 
 Two CJK units are ambiguous and count only in unambiguous contexts:
 
@@ -77,6 +78,7 @@ _KO_PARTICLE = re.compile(
     r"|[이가은는을를에도만쯤씩내안로과와나째후뒤]"
 )
 _KO_DURING = re.compile(r"\s?동안")
+_KO_MAX_NUMERAL = 8  # syllables: "구천구백구십구", "스물다섯"
 # Numeral kinds each Korean unit takes (digits always).
 _KO_KINDS = {
     "초": "sino", "초간": "sino", "분": "sino", "분간": "sino",
@@ -175,6 +177,8 @@ def _korean_number(text: str, end: int) -> tuple[float, int, str] | None:
         return None if value is None else (value, start, "digits")
     while start and _is_hangul(text[start - 1]):
         start -= 1  # the numeral is a whole word: "구분" is read as "구"
+        if end - start > _KO_MAX_NUMERAL:
+            return None  # stays linear on long runs of Hangul ("일일일…")
     word = text[start:end]
     if word == "반":
         return 0.5, start, "half"
@@ -183,6 +187,8 @@ def _korean_number(text: str, end: int) -> tuple[float, int, str] | None:
             tens_start = start - 1
             while tens_start and _is_hangul(text[tens_start - 1]):
                 tens_start -= 1
+                if start - tens_start > _KO_MAX_NUMERAL:
+                    break
             if tens := KO_NATIVE_TENS.get(text[tens_start : start - 1]):
                 return value + tens, tens_start, "native"  # "열 두 시간"
         return value, start, "native"
@@ -217,7 +223,10 @@ def _korean(text: str) -> list[Duration]:
             unit = KO_UNIT_SECONDS[word]
             if kind != "digits" and kind not in _KO_KINDS[word]:
                 continue  # "두 분" (two people), "이 시간" (this time)
-            if word in ("분", "초") and text[max(0, start - 2) : start].strip()[-1:] == "시":
+            if (
+                word in ("분", "초")
+                and text[max(0, start - 2) : start].strip()[-1:] == "시"
+            ):
                 continue  # "8시 30분": a clock time
         end = match.end()
         if (half := _KO_HALF.match(text, end)) and _korean_word_ends(text, half.end()):
