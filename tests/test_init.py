@@ -117,5 +117,6 @@ async def test_diagnostics_redact_the_api_key(
             "rejected_skills": {},
             "catalog_version": None,
             "catalog_intents": 0,
+            "last_intent_decision": None,
         }
     ]

@@ -51,7 +51,7 @@ def test_requirements_install_on_every_supported_home_assistant() -> None:
         Requirement(r).name: Requirement(r) for r in MANIFEST["requirements"]
     }
     assert "mem0ai" not in requirements
-    assert set(requirements) == {"openai", "jsonschema", "regex"}
+    assert set(requirements) == {"openai", "jsonschema", "regex", "zhconv-rs"}
     for pin in OPENAI_PINS:
         assert requirements["openai"].specifier.contains(pin), pin
 

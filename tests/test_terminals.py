@@ -116,6 +116,7 @@ async def test_device_and_entities(
         "sensor.terminal_001_skill_version",
         "sensor.terminal_001_intent_catalog_version",
         "sensor.terminal_001_last_heartbeat",
+        "sensor.terminal_001_last_intent_decision",
     }
     assert hass.states.get(CONNECTIVITY).state == STATE_ON
     assert hass.states.get("sensor.terminal_001_skill_version").state == "3"

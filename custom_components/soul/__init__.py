@@ -22,6 +22,7 @@ from .core.registry import Change, Terminal
 from .entity import find_terminal_device, terminal_device_info
 from .runtime import SoulConfigEntry, async_create_runtime
 from .services import async_setup_services
+from .views import async_register_views
 
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
@@ -37,8 +38,9 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
-    """Register Soul's actions."""
+    """Register Soul's actions and HTTP API."""
     async_setup_services(hass)
+    async_register_views(hass)
     return True
 
 

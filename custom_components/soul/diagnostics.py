@@ -42,6 +42,16 @@ async def async_get_config_entry_diagnostics(
                 "rejected_skills": dict(t.skills.rejected) if t.skills else {},
                 "catalog_version": t.catalog.catalog_version if t.catalog else None,
                 "catalog_intents": len(t.catalog.intents) if t.catalog else 0,
+                "last_intent_decision": None
+                if t.last_decision is None
+                else {
+                    "action": t.last_decision.action,
+                    "reason": t.last_decision.reason,
+                    "trigger_intent_id": t.last_decision.trigger_intent_id,
+                    "intent_ids": list(t.last_decision.intent_ids),
+                    "confidence": t.last_decision.confidence,
+                    "at": t.last_decision.at.isoformat(),
+                },
             }
             for t in runtime.registry
         ],

@@ -1,10 +1,15 @@
-"""Diagnostic sensors of each terminal: skill and catalog versions, last heartbeat."""
+"""Diagnostic sensors of each terminal.
+
+Skill and catalog versions, last heartbeat, and the intent filter's last
+decision on the terminal's commands (never the command text itself).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from homeassistant.components.sensor import (
     SensorDeviceClass,
@@ -26,8 +31,22 @@ PARALLEL_UPDATES = 0
 class TerminalSensorDescription(SensorEntityDescription):
     """A terminal sensor: how to read its value from the terminal."""
 
-    value_fn: Callable[[Terminal], int | datetime | None]
+    value_fn: Callable[[Terminal], int | str | datetime | None]
+    attributes_fn: Callable[[Terminal], Mapping[str, Any] | None] = lambda _: None
     changes: frozenset[Change] = frozenset({Change.UPDATED, Change.AVAILABILITY})
+
+
+def _decision_attributes(terminal: Terminal) -> Mapping[str, Any] | None:
+    decision = terminal.last_decision
+    if decision is None:
+        return None
+    return {
+        "reason": decision.reason,
+        "trigger_intent_id": decision.trigger_intent_id,
+        "intent_ids": list(decision.intent_ids),
+        "confidence": decision.confidence,
+        "decided_at": decision.at.isoformat(),
+    }
 
 
 SENSORS: tuple[TerminalSensorDescription, ...] = (
@@ -53,6 +72,16 @@ SENSORS: tuple[TerminalSensorDescription, ...] = (
         value_fn=lambda t: t.last_heartbeat,
         changes=frozenset({Change.HEARTBEAT, Change.AVAILABILITY}),
     ),
+    TerminalSensorDescription(
+        key="last_intent_decision",
+        translation_key="last_intent_decision",
+        device_class=SensorDeviceClass.ENUM,
+        options=["execute_intents", "fallback_reasoning", "no_action"],
+        entity_category=EntityCategory.DIAGNOSTIC,
+        value_fn=lambda t: t.last_decision.action if t.last_decision else None,
+        attributes_fn=_decision_attributes,
+        changes=frozenset({Change.DECISION, Change.AVAILABILITY}),
+    ),
 )
 
 
@@ -73,10 +102,18 @@ class TerminalSensor(TerminalEntity, SensorEntity):
         self._changes = description.changes
 
     @property
-    def native_value(self) -> int | datetime | None:
+    def native_value(self) -> int | str | datetime | None:
         """Return the value from the registry."""
         terminal = self.terminal
         return None if terminal is None else self.entity_description.value_fn(terminal)
+
+    @property
+    def extra_state_attributes(self) -> Mapping[str, Any] | None:
+        """Return details of the value, where the description has them."""
+        terminal = self.terminal
+        if terminal is None:
+            return None
+        return self.entity_description.attributes_fn(terminal)
 
 
 async def async_setup_entry(

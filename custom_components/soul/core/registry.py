@@ -8,13 +8,16 @@ the device registry) hear about changes. Nothing here raises out of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 import logging
 import time
+from typing import Any
 
+from .intent_filter import IntentFilterError, filter_intents
+from .intent_filter.catalog import cached_catalog
 from .protocol import (
     IntentCatalogSnapshot,
     ProtocolError,
@@ -40,6 +43,7 @@ class Change(StrEnum):
     UPDATED = "updated"  # skills or catalog changed
     AVAILABILITY = "availability"  # online, offline, stale or back
     HEARTBEAT = "heartbeat"
+    DECISION = "decision"  # the intent filter decided on one of its commands
     REMOVED = "removed"  # its retained skills snapshot was cleared
 
 
@@ -54,6 +58,7 @@ class Terminal:
     skills: SkillsSnapshot | None = None
     catalog: IntentCatalogSnapshot | None = None
     stale: bool = False
+    last_decision: Decision | None = None
 
     @property
     def registered(self) -> bool:
@@ -64,6 +69,18 @@ class Terminal:
     def available(self) -> bool:
         """Return whether the body is online and has been heard within the TTL."""
         return self.online is True and not self.stale
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The intent filter's last decision on a terminal's command (no command text)."""
+
+    action: str
+    reason: str
+    trigger_intent_id: str | None
+    intent_ids: tuple[str, ...]
+    confidence: float | None
+    at: datetime
 
 
 def accept_version(current: int | None, new: int) -> bool:
@@ -220,6 +237,11 @@ class TerminalRegistry:
             self._notify(terminal, Change.UPDATED)
             return
         snapshot = parse_intent_catalog(terminal.terminal_id, decode_json(payload))
+        if snapshot.intents:
+            try:  # validates every rule and warms the compile cache
+                cached_catalog(list(snapshot.intents))
+            except IntentFilterError as err:
+                raise ProtocolError(f"invalid intent_catalog: {err}") from None
         current = terminal.catalog.catalog_version if terminal.catalog else None
         if not accept_version(current, snapshot.catalog_version):
             raise ProtocolError(
@@ -236,6 +258,41 @@ class TerminalRegistry:
         if terminal is not None and terminal.registered:
             _LOGGER.info("Terminal %s cleared its skills; removing it", terminal_id)
             self._notify(terminal, Change.REMOVED)
+
+    def filter_command(
+        self, terminal_id: str, request: Mapping[str, Any], *, default_timezone: str
+    ) -> dict[str, Any]:
+        """Run the intent filter for a terminal's command and remember the decision.
+
+        ``request`` is a §4.4.1 body; without ``intent_catalog`` the terminal's
+        cached catalog is used. Raises ``IntentFilterError`` for bad requests.
+        """
+        terminal = self.get(terminal_id)
+        if terminal is None:
+            raise IntentFilterError(f"unknown terminal {terminal_id!r}")
+        body = dict(request)
+        if "intent_catalog" not in body:
+            if terminal.catalog is None or not terminal.catalog.intents:
+                raise IntentFilterError(
+                    f"terminal {terminal_id!r} has not published an intent_catalog"
+                )
+            body["intent_catalog"] = list(terminal.catalog.intents)
+        response = filter_intents(body, default_timezone=default_timezone)
+        business = [
+            i for i in response["intents"] if not i["intent_id"].startswith("sys.")
+        ]
+        terminal.last_decision = Decision(
+            action=response["decision"]["action"],
+            reason=response["decision"]["reason"],
+            trigger_intent_id=response["decision"].get("trigger_intent_id"),
+            intent_ids=tuple(i["intent_id"] for i in business),
+            confidence=response["intents"][0]["confidence"]
+            if response["intents"]
+            else None,
+            at=self._now(),
+        )
+        self._notify(terminal, Change.DECISION)
+        return response
 
     def expire(self) -> list[str]:
         """Mark terminals silent for longer than the TTL stale; return their ids."""

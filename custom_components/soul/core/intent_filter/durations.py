@@ -151,8 +151,14 @@ def _cjk(text: str) -> list[Duration]:
             ):
                 continue  # 3点20分, 8時30分: a clock time
             if not relative:
-                if word == "日" or text[end : end + 1] == "の" or numeral == "十":
-                    continue  # 3日 (a date), 3分の1, 十分 (very, enough)
+                following = text[end + 1 : end + 2]
+                fraction = (
+                    text[end : end + 1] == "の"
+                    and bool(following)
+                    and (following in CN_NUMERAL_CHARS)
+                )
+                if word == "日" or fraction or numeral == "十":
+                    continue  # 3日 (a date), 3分の1 (a third), 十分 (very, enough)
                 if kana is None:
                     kana = _KANA.search(text) is not None
                 if not kana:

@@ -34,9 +34,11 @@ from .catalog import (
 from .durations import Duration, find_durations
 from .lexicon import (
     CONVERSATION,
+    DEGREE,
     EXCLAMATION,
     GREETING,
     OPINION,
+    POLITE_REQUEST,
     Entity,
     find_entities,
     is_negated,
@@ -123,6 +125,8 @@ class _Reading:
     negated: bool
     question: bool
     chatty: bool  # opinion, conversation or exclamation markers
+    remark: bool  # degree words without a request: "灯太亮了"
+    polite: bool  # request markers: "帮我", "请", "please"
     types: set[str] = field(default_factory=set)
     borrowed: _Reading | None = None  # a neighbouring time-only clause
 
@@ -378,6 +382,8 @@ def _read(ctx: _Context, seg: Segment) -> _Reading:
             or CONVERSATION.search(folded)
             or EXCLAMATION.search(folded)
         ),
+        remark=DEGREE.search(folded) is not None,
+        polite=POLITE_REQUEST.search(folded) is not None,
         types=types,
     )
 
@@ -674,8 +680,6 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
             {"type": "keyword_any", "value": hit.keyword, "score": round(score, 3)}
         )
         scores.append(score)
-    if best_coverage >= 0.5:
-        strong = True
     for pattern in intent.regex_any:
         for variant in variants:
             if (match := ctx.regex(intent, pattern, variant.text)) is not None:
@@ -709,7 +713,7 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
                 {"type": "example", "value": round(best, 3), "score": round(best, 3)}
             )
             scores.append(best)
-            strong = strong or best >= 0.6
+            strong = strong or best >= 0.5
     if intent.entity_types_all:
         evidence.append(
             {
@@ -735,14 +739,7 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
         )
         scores.append(intent.hint_score)
     confidence = round(min(0.99, _noisy_or(scores)), 3)
-    strong = strong or from_text > 0 or reading.has_action
-    if (
-        reading.chatty
-        and not reading.has_action
-        and not any(e["type"] in ("regex_any", "regex_all") for e in evidence)
-        and best_coverage < 1.0
-    ):
-        strong = False
+    strong = not _mere_mention(reading, strong, best_coverage, from_text)
     return _Candidate(
         intent=intent,
         reading=reading,
@@ -754,6 +751,23 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
         strong=strong,
         status="need_clarification" if missing else "ready",
     )
+
+
+def _mere_mention(
+    reading: _Reading, explicit: bool, coverage: float, from_text: int
+) -> bool:
+    """Whether a clause only talks about what an intent controls.
+
+    "我喜欢红色", "哇，灯好漂亮" (opinions, exclamations) and "灯太亮了" (a remark)
+    name the light without asking for anything; the language model answers them.
+    Explicit evidence (a catalog pattern, ``keywords_all``, a close example) or
+    a built-in action word always counts as a request.
+    """
+    if explicit or reading.has_action:
+        return False
+    if reading.chatty and coverage < 1.0:
+        return True
+    return reading.remark and not reading.polite and from_text == 0 and coverage < 0.5
 
 
 def _rank(candidate: _Candidate) -> tuple[float, float, float]:

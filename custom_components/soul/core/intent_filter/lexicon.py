@@ -254,6 +254,10 @@ CONVERSATION = _alternation(
 OPINION = _alternation(
     "喜欢 讨厌 觉得 认为 爱 羡慕 like love hate think feel 好き 嫌い 좋아해 싫어"
 )
+# Degree words that make a remark of a clause without an action ("灯太亮了").
+DEGREE = _alternation(
+    "太 真 很 挺 有点 有些 非常 特别 超 too so very really quite pretty"
+)
 GREETING = _alternation(
     "你好 您好 早上好 早安 晚上好 晚安 嗨 哈喽 在吗 hi hello hey good_morning good_evening "
     "good_night こんにちは おはよう こんばんは おやすみ 안녕 안녕하세요"

@@ -22,6 +22,13 @@ _SPLIT_ZH = (
     "然後",
     "並且",
     "接著",
+    # Japanese and Korean
+    "それから",
+    "そして",
+    "その後",
+    "그리고",
+    "그다음에",
+    "다음에",
 )
 _SPLIT_EN = (r"and then", r"then", r"and", r"also", r"after that")
 # Words that only join when they open a clause.
@@ -42,9 +49,11 @@ _LEADING = (
 _LEADING_EN = ("and", "then", "also", "please")
 
 _BOUNDARY = re.compile(
-    r"\s*[，,。.!！?？；;、\n]+\s*"
+    # "." and "," inside a number ("2.5", "1,000") do not end a clause.
+    r"\s*(?:[，。!！?？；;、\n]|[.,](?![0-9])|(?<![0-9])[.,])+\s*"
     r"|"
     + "|".join(map(re.escape, _SPLIT_ZH))
+    + r"|(?<=て)から|(?<=[\uac00-\ud7a3])고\s+"  # つけてから; 켜고 (and)
     + r"|\s+(?:"
     + "|".join(_SPLIT_EN)
     + r")\s+",
