@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 import marshal
 import math
+import re
 import threading
 from typing import Any
 
@@ -92,10 +93,14 @@ class Catalog:
     """A compiled catalog: its intents and a keyword index shared by all of them."""
 
     intents: tuple[Intent, ...]
-    # first character → [(keyword, is_latin)], longest first
-    keyword_index: dict[str, list[tuple[str, bool]]]
+    # Finds, at every position, the longest keyword starting there …
+    keyword_pattern: re.Pattern[str] | None
+    # … and that keyword → every keyword that is a prefix of it (itself included).
+    keyword_prefixes: dict[str, tuple[str, ...]]
     # keyword → [(intent index, rule)]
     keyword_owners: dict[str, list[tuple[int, str]]]
+    # intents with rules besides keywords (patterns, entity types, examples)
+    rule_intents: frozenset[int]
     # patterns that exceeded their time limit once; skipped from then on
     poisoned: set[str] = field(default_factory=set)
     # (pattern, entity type, value) → what the pattern captures from a surface
@@ -340,19 +345,33 @@ def compile_catalog(entries: Any) -> Catalog:
         raise IntentFilterError(f"intent_catalog has more than {MAX_INTENTS} intents")
     seen: set[str] = set()
     intents = tuple(_intent(i, raw, seen) for i, raw in enumerate(entries))
-    index: dict[str, list[tuple[str, bool]]] = {}
     owners: dict[str, list[tuple[int, str]]] = {}
     for intent in intents:
         for rule in _KEYWORD_RULES:
             for keyword in getattr(intent, rule):
-                if keyword not in owners:
-                    index.setdefault(keyword[0], []).append(
-                        (keyword, keyword.isascii())
-                    )
                 owners.setdefault(keyword, []).append((intent.index, rule))
-    for candidates in index.values():
-        candidates.sort(key=lambda item: len(item[0]), reverse=True)
-    return Catalog(intents, index, owners)
+    keywords = sorted(owners, key=len, reverse=True)
+    # Our own pattern of escaped literals: a zero-width lookahead reports the
+    # longest keyword at each position in one C-level scan.
+    pattern = (
+        re.compile("(?=(" + "|".join(map(re.escape, keywords)) + "))")
+        if keywords
+        else None
+    )
+    prefixes = {
+        keyword: tuple(k for k in keywords if keyword.startswith(k))
+        for keyword in keywords
+    }
+    rule_intents = frozenset(
+        intent.index
+        for intent in intents
+        if intent.regex_any
+        or intent.regex_all
+        or intent.entity_types_any
+        or intent.entity_types_all
+        or intent.examples
+    )
+    return Catalog(intents, pattern, prefixes, owners, rule_intents)
 
 
 _cache: OrderedDict[str, Catalog] = OrderedDict()

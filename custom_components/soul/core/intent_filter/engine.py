@@ -88,6 +88,7 @@ _NUMERIC = re.compile(r"\s*[0-9０-９.]+\s*|[零〇一二两兩三四五六七�
 _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
 _CONTENT = re.compile(r"[\w]", re.UNICODE)
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
+_LATIN_TAIL = re.compile(r"[a-z]*")
 _RUN_ID = uuid.uuid4().hex[:8]
 _request_numbers = itertools.count(1)
 
@@ -110,6 +111,49 @@ class _Hit:
     end: int
 
 
+class _Markers:
+    """The decision markers of a clause, read only when a decision needs them."""
+
+    __slots__ = ("_text", "_values")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._values: dict[str, bool] = {}
+
+    def _get(self, name: str, test: Any) -> bool:
+        if (value := self._values.get(name)) is None:
+            value = self._values[name] = bool(test(self._text))
+        return value
+
+    @property
+    def negated(self) -> bool:
+        return self._get("negated", is_negated)
+
+    @property
+    def question(self) -> bool:
+        return self._get("question", is_question)
+
+    @property
+    def chatty(self) -> bool:
+        """Opinion, conversation or exclamation markers."""
+        return self._get(
+            "chatty",
+            lambda t: (
+                OPINION.search(t) or CONVERSATION.search(t) or EXCLAMATION.search(t)
+            ),
+        )
+
+    @property
+    def remark(self) -> bool:
+        """Degree words that make a remark of a clause without an action ("灯太亮了")."""
+        return self._get("remark", DEGREE.search)
+
+    @property
+    def polite(self) -> bool:
+        """Request markers: "帮我", "请", "please"."""
+        return self._get("polite", POLITE_REQUEST.search)
+
+
 @dataclass(slots=True)
 class _Reading:
     """Everything read from one clause, shared by every intent scored against it."""
@@ -122,11 +166,7 @@ class _Reading:
     time_points: list[TimePoint]
     numbers: list[tuple[float, int, int]]
     hits: list[_Hit]
-    negated: bool
-    question: bool
-    chatty: bool  # opinion, conversation or exclamation markers
-    remark: bool  # degree words without a request: "灯太亮了"
-    polite: bool  # request markers: "帮我", "请", "please"
+    markers: _Markers
     types: set[str] = field(default_factory=set)
     borrowed: _Reading | None = None  # a neighbouring time-only clause
 
@@ -306,21 +346,20 @@ def _merge(durations: list[Duration]) -> list[Duration]:
 
 def _keyword_hits(catalog: Catalog, clause: Clause) -> list[_Hit]:
     hits: dict[tuple[str, int], _Hit] = {}
-    index = catalog.keyword_index
+    pattern = catalog.keyword_pattern
+    if pattern is None:
+        return []
+    prefixes = catalog.keyword_prefixes
     for variant in clause.variants:
         text = variant.text if variant is not clause.original else variant.text.lower()
-        for position, char in enumerate(text):
-            candidates = index.get(char)
-            if not candidates:
-                continue
-            for keyword, latin in candidates:
-                if not text.startswith(keyword, position):
-                    continue
+        for match in pattern.finditer(text):
+            position = match.start()
+            for keyword in prefixes[match.group(1)]:
                 end = position + len(keyword)
-                if latin:
+                if keyword.isascii():
                     if position and text[position - 1].isalnum():
                         continue
-                    tail = re.match(r"[a-z]*", text[end:]).group()  # type: ignore[union-attr]
+                    tail = _LATIN_TAIL.match(text, end).group()  # type: ignore[union-attr]
                     if tail not in _LATIN_SUFFIXES:
                         continue
                 start_o, end_o = variant.span(position, end)
@@ -375,15 +414,7 @@ def _read(ctx: _Context, seg: Segment) -> _Reading:
         time_points=time_points,
         numbers=numbers,
         hits=_keyword_hits(ctx.catalog, clause),
-        negated=is_negated(folded),
-        question=is_question(folded),
-        chatty=bool(
-            OPINION.search(folded)
-            or CONVERSATION.search(folded)
-            or EXCLAMATION.search(folded)
-        ),
-        remark=DEGREE.search(folded) is not None,
-        polite=POLITE_REQUEST.search(folded) is not None,
+        markers=_Markers(folded),
         types=types,
     )
 
@@ -765,9 +796,14 @@ def _mere_mention(
     """
     if explicit or reading.has_action:
         return False
-    if reading.chatty and coverage < 1.0:
+    if reading.markers.chatty and coverage < 1.0:
         return True
-    return reading.remark and not reading.polite and from_text == 0 and coverage < 0.5
+    return (
+        reading.markers.remark
+        and not reading.markers.polite
+        and from_text == 0
+        and coverage < 0.5
+    )
 
 
 def _rank(candidate: _Candidate) -> tuple[float, float, float]:
@@ -867,15 +903,16 @@ def filter_intents(
         options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
     )
     for reading in readings:
+        # Only intents with a keyword hit, or rules beyond keywords, can match.
+        hit = {
+            owner
+            for h in reading.hits
+            for owner, _rule in catalog.keyword_owners[h.keyword]
+        }
         candidates = [
             c
             for intent in catalog.intents
-            if reading.hits
-            or intent.regex_any
-            or intent.regex_all
-            or intent.entity_types_any
-            or intent.entity_types_all
-            or intent.examples
+            if intent.index in hit or intent.index in catalog.rule_intents
             if (c := _score(ctx, intent, reading)) is not None
         ]
         candidates.sort(key=_rank)
@@ -899,14 +936,14 @@ def filter_intents(
                 )
             if not passed:
                 continue
-            if reading.negated:
+            if reading.markers.negated:
                 candidate.status = "rejected"
                 candidate.evidence.append(
                     {"type": "negation", "value": True, "score": 0}
                 )
                 rejected.append(candidate)
                 break
-            if reading.question or not candidate.strong:
+            if reading.markers.question or not candidate.strong:
                 mentioned.append(candidate)
                 break
             if chosen < per_segment:
@@ -931,7 +968,7 @@ def filter_intents(
     else:
         if rejected:
             system, reason, confidence = SYS_NO_ACTION, "negated_command", 0.8
-        elif any(c.reading.question for c in mentioned):
+        elif any(c.reading.markers.question for c in mentioned):
             system, reason, confidence = SYS_FALLBACK, "question_about_device", 0.8
         else:
             system, reason, confidence = _classify(command)

@@ -50,10 +50,12 @@ _LEADING_EN = ("and", "then", "also", "please")
 
 _BOUNDARY = re.compile(
     # "." and "," inside a number ("2.5", "1,000") do not end a clause.
-    r"\s*(?:[，。!！?？；;、\n]|[.,](?![0-9])|(?<![0-9])[.,])+\s*"
+    # Every alternative starts with a definite character, so ``re`` can skip
+    # ahead to candidates; the clauses are stripped of spaces afterwards.
+    r"(?:[，。!！?？；;、\n]|[.,](?![0-9])|(?<![0-9])[.,])+"
     r"|"
     + "|".join(map(re.escape, _SPLIT_ZH))
-    + r"|(?<=て)から|(?<=[\uac00-\ud7a3])고\s+"  # つけてから; 켜고 (and)
+    + r"|から(?<=てから)|고(?<=[\uac00-\ud7a3]고)\s+"  # つけてから; 켜고 (and)
     + r"|\s+(?:"
     + "|".join(_SPLIT_EN)
     + r")\s+",
