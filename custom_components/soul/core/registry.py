@@ -239,7 +239,7 @@ class TerminalRegistry:
         snapshot = parse_intent_catalog(terminal.terminal_id, decode_json(payload))
         if snapshot.intents:
             try:  # validates every rule and warms the compile cache
-                cached_catalog(list(snapshot.intents))
+                cached_catalog(snapshot.intents)
             except IntentFilterError as err:
                 raise ProtocolError(f"invalid intent_catalog: {err}") from None
         current = terminal.catalog.catalog_version if terminal.catalog else None
@@ -276,7 +276,7 @@ class TerminalRegistry:
                 raise IntentFilterError(
                     f"terminal {terminal_id!r} has not published an intent_catalog"
                 )
-            body["intent_catalog"] = list(terminal.catalog.intents)
+            body["intent_catalog"] = terminal.catalog.intents  # warm in the cache
         response = filter_intents(body, default_timezone=default_timezone)
         business = [
             i for i in response["intents"] if not i["intent_id"].startswith("sys.")

@@ -337,7 +337,7 @@ def _intent(index: int, raw: Any, seen: set[str]) -> Intent:
 
 def compile_catalog(entries: Any) -> Catalog:
     """Validate ``entries`` (the ``intent_catalog`` array) and compile it."""
-    if not isinstance(entries, list):
+    if not isinstance(entries, list | tuple):
         raise IntentFilterError("intent_catalog must be an array of intents")
     if not entries:
         raise IntentFilterError("intent_catalog must not be empty")
@@ -381,9 +381,9 @@ _cache_lock = threading.Lock()
 def cached_catalog(entries: Any) -> tuple[Catalog, bool]:
     """Return the compiled catalog for ``entries`` and whether it came from the cache."""
     try:
-        key = marshal.dumps(
-            entries
-        )  # 4x faster than json.dumps; same content, same key
+        # 3x faster than json.dumps. Version 2 writes no object references, so
+        # equal content gives equal bytes however the objects were made.
+        key = marshal.dumps(entries, 2)
     except (TypeError, ValueError):
         raise IntentFilterError("intent_catalog must be plain JSON") from None
     with _cache_lock:

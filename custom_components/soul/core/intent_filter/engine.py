@@ -201,19 +201,21 @@ class _Context:
     def regex(self, intent: Intent, pattern: str, text: str) -> Any:
         """Search a catalog pattern with a time limit; a slow pattern is disabled."""
         if pattern in self.catalog.poisoned:
+            self._warn(intent, pattern, "disabled: it timed out on an earlier command")
             return None
         try:
             return search(pattern, text, timeout=REGEX_TIMEOUT)
         except RegexTimeoutError as err:
             self.catalog.poisoned.add(pattern)
-            self.warnings.append(
-                {"intent_id": intent.id, "pattern": pattern, "error": str(err)}
-            )
+            self._warn(intent, pattern, str(err))
         except UnsafeRegexError as err:  # compiled at validation; kept for safety
-            self.warnings.append(
-                {"intent_id": intent.id, "pattern": pattern, "error": str(err)}
-            )
+            self._warn(intent, pattern, str(err))
         return None
+
+    def _warn(self, intent: Intent, pattern: str, error: str) -> None:
+        warning = {"intent_id": intent.id, "pattern": pattern, "error": error}
+        if warning not in self.warnings:
+            self.warnings.append(warning)
 
     def durations(self, text: str) -> list[Duration]:
         if text not in self._durations:
@@ -243,7 +245,9 @@ def _parse_request(request: Any, default_timezone: str) -> _Request:
         )
     if "intent_catalog" not in request:
         raise IntentFilterError("intent_catalog is required")
-    raw_options = request.get("options") or {}
+    raw_options = request.get("options")
+    if raw_options is None:
+        raw_options = {}
     if not isinstance(raw_options, Mapping):
         raise IntentFilterError("options must be an object")
     options = dict(DEFAULT_OPTIONS)
@@ -578,7 +582,7 @@ def _fill_slots(
                 value, raw = timed
                 found = True
         if not found:
-            found, value, raw = _implicit(ctx, slot, reading)
+            found, value, raw = _implicit(ctx, intent, slot, reading)
         if found:
             if raw is not None:
                 parameters[slot.name] = raw
@@ -591,22 +595,21 @@ def _fill_slots(
     return parameters, normalized, missing, from_text
 
 
-def _align(ctx: _Context, slot: Slot, entity: Entity) -> tuple[str, str] | None:
+def _align(
+    ctx: _Context, intent: Intent, slot: Slot, entity: Entity
+) -> tuple[str, str] | None:
     """Return what ``slot``'s pattern captures from a surface form of ``entity``."""
     if slot.regex is None:
         return None
     for surface in surfaces_of(ctx.locale, entity.type, str(entity.value)):
-        try:
-            match = search(slot.regex, surface, timeout=REGEX_TIMEOUT)
-        except UnsafeRegexError:
-            return None
+        match = ctx.regex(intent, slot.regex, surface)
         if match is not None and (captured := match.group(slot.group)):
             return captured, surface
     return None
 
 
 def _implicit(
-    ctx: _Context, slot: Slot, reading: _Reading
+    ctx: _Context, intent: Intent, slot: Slot, reading: _Reading
 ) -> tuple[bool, Any, str | None]:
     """Fill a slot from what Soul understands by itself (time, entities, numbers)."""
     if slot.name.endswith("_seconds"):
@@ -631,7 +634,7 @@ def _implicit(
         for entity in reading.entities:
             key = (slot.regex, ctx.locale, entity.type, str(entity.value))
             if key not in ctx.catalog.alignments:
-                ctx.catalog.alignments[key] = _align(ctx, slot, entity)
+                ctx.catalog.alignments[key] = _align(ctx, intent, slot, entity)
             if (aligned := ctx.catalog.alignments[key]) is not None:
                 captured, _surface = aligned
                 return (
