@@ -1,6 +1,6 @@
 """Intent filter latency per command on the dev set, against two baselines.
 
-Every command of ``shared/eval/intents_dev.jsonl`` goes through ``filter_intents``
+Every command of the dev set (``tests/data/eval/intents_dev.jsonl``) goes through ``filter_intents``
 with the desk-robot catalog, many rounds, and each call is timed on its own; the
 figures are the p50 and p99 of those calls. Two baselines are measured in the
 same run:
@@ -23,7 +23,6 @@ import argparse
 from collections.abc import Callable
 import gc
 import importlib.metadata
-import json
 import logging
 from pathlib import Path
 import statistics
@@ -40,27 +39,14 @@ from custom_components.soul.core.intent_filter import (
     clear_compile_cache,
     filter_intents,
 )
-
-DEFAULT_NOW = "2026-02-22T17:40:00+08:00"
-TIMEZONE = "Asia/Shanghai"
-EVAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
+from devtools import intent_eval
 
 
 def load_cases(eval_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Return the dev cases and one filter request per case."""
-    catalog = json.loads((eval_dir / "catalog_desk_robot.json").read_text("utf-8"))
-    lines = (eval_dir / "intents_dev.jsonl").read_text("utf-8").splitlines()
-    cases = [json.loads(line) for line in lines if line.strip()]
-    requests = [
-        {
-            "command": case["command"],
-            "intent_catalog": catalog,
-            "now": case.get("now", DEFAULT_NOW),
-            "timezone": TIMEZONE,
-        }
-        for case in cases
-    ]
-    return cases, requests
+    """Return the dev cases and one filter request per case (as the scorer sends)."""
+    (path, catalog), *_ = intent_eval.sets(eval_dir)
+    cases = intent_eval.load_cases(path)
+    return cases, [intent_eval.request_for(case, catalog) for case in cases]
 
 
 def expected_intent(case: dict[str, Any]) -> str | None:
@@ -146,7 +132,7 @@ def describe(label: str, scored: tuple[int, int, int, int, int]) -> str:
 def main() -> None:
     """Measure and print p50/p99 per command, the baselines and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--eval-dir", type=Path, default=EVAL_DIR)
+    parser.add_argument("--eval-dir", type=Path, default=intent_eval.BUNDLED)
     parser.add_argument(
         "--repeats", type=int, default=200, help="rounds over the dev commands"
     )

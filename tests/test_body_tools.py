@@ -584,13 +584,13 @@ def test_check_without_terminal_or_broker(
         timeout=0.5,
         invoke_timeout=0.5,
     )
-    assert by_status(results, "fail") == {
+    assert by_status(results, "fail") == {  # the details say why, should this fail
         "online_retained",
         "skills_retained",
         "intent_catalog_retained",
         "heartbeat",
         "invoke_unknown_skill",
-    }
+    }, [(r.name, r.status, r.detail) for r in results]
     assert "skills_terminal_id" in by_status(results, "skip")
     assert "invoke_result" in by_status(results, "skip")
 

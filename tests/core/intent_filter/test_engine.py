@@ -613,3 +613,38 @@ def test_japanese_and_korean(
     assert [i["intent_id"] for i in found] == ids
     for key, value in values.items():
         assert found[0]["normalized"][key] == value
+
+
+@pytest.mark.parametrize(
+    ("command", "intent_id", "normalized"),
+    [
+        ("turn the lamp on", "intent_light_control", {"mode": "on"}),
+        ("電気をつけて", "intent_light_control", {"mode": "on"}),
+        ("ライトを消して", "intent_light_control", {"mode": "off"}),
+        ("조명 꺼", "intent_light_control", {"mode": "off"}),
+        (
+            "빨간색으로 바꿔줘",
+            "intent_light_control",
+            {"mode": "set_color", "color": "red"},
+        ),
+        ("うなずいて", "intent_head_motion", {"action": "点头"}),
+        ("アラームを7時に", "intent_alarm_create", {"trigger_in_seconds": 4800}),
+    ],
+)
+def test_keywords_reach_other_languages_through_their_entity(
+    command: str, intent_id: str, normalized: dict[str, Any]
+) -> None:
+    """Keywords such as 灯, 红色, 点头 and 闹钟 name built-in entities; other names match too."""
+    intent = business(run(command))[0]
+    assert intent["intent_id"] == intent_id
+    assert {k: intent["normalized"][k] for k in normalized} == normalized
+    assert any(e["type"] == "keyword_synonym" for e in intent["evidence"])
+
+
+@pytest.mark.parametrize(
+    ("command", "intent_id"),
+    [("关上灯", "intent_light_control"), ("叫醒我", "intent_alarm_create"),
+     ("点三下头", "intent_head_motion"), ("开了灯", "intent_light_control")],
+)  # fmt: skip
+def test_separable_verbs_match_their_keyword(command: str, intent_id: str) -> None:
+    assert business(run(command))[0]["intent_id"] == intent_id

@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from ..safe_regex import UnsafeRegexError, compile_untrusted
-from .lexicon import ENTITY_TYPES
+from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
 from .text import to_simplified
 
 MAX_INTENTS = 256
@@ -31,6 +31,7 @@ MAX_EXAMPLE_LENGTH = 200
 MAX_ID_LENGTH = 128
 CACHE_SIZE = 64
 DEFAULT_PRIORITY = 50
+SYNONYM_TYPES = frozenset({"device", "color", "motion", "room"})
 TIME_KINDS = ("duration", "time_point")
 TIME_KEYS = ("seconds", "seconds_from_now", "iso", "timestamp", "text")
 ENTITY_TYPE_NAMES = ENTITY_TYPES | {"time"}
@@ -346,10 +347,21 @@ def compile_catalog(entries: Any) -> Catalog:
     seen: set[str] = set()
     intents = tuple(_intent(i, raw, seen) for i, raw in enumerate(entries))
     owners: dict[str, list[tuple[int, str]]] = {}
+    vocabulary = lexicon("zh-CN").table
     for intent in intents:
         for rule in _KEYWORD_RULES:
             for keyword in getattr(intent, rule):
                 owners.setdefault(keyword, []).append((intent.index, rule))
+        # A keyword that names a built-in entity ("灯", "闹钟", "点头") also
+        # matches the entity's other names ("lamp", "アラーム", "nod"), so one
+        # catalog serves every supported language.
+        for keyword in intent.keywords_any:
+            entry = vocabulary.get(keyword)
+            if entry is None or entry[0] not in SYNONYM_TYPES:
+                continue
+            for surface in surfaces_of("zh-CN", *entry):
+                if surface not in intent.keywords_any:
+                    owners.setdefault(surface, []).append((intent.index, "synonym"))
     keywords = sorted(owners, key=len, reverse=True)
     # Our own pattern of escaped literals: a zero-width lookahead reports the
     # longest keyword at each position in one C-level scan.

@@ -51,6 +51,7 @@ from .text import Clause, Variant, detect_locale, make_clause, normalize_locale
 from .timepoints import TimePoint, find_time_points
 
 MAX_COMMAND_LENGTH = 2000
+SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
 REGEX_TIMEOUT = 0.01  # seconds one catalog pattern may run on one clause
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_OPTIONS: dict[str, Any] = {
@@ -662,6 +663,7 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
     """Score ``intent`` against one clause; None when a rule excludes it."""
     owned = ctx.catalog.keyword_owners
     hits_any: list[_Hit] = []
+    synonyms: list[_Hit] = []  # other names of a keyword's built-in entity
     found_all: set[str] = set()
     for hit in reading.hits:
         for owner, rule in owned[hit.keyword]:
@@ -671,8 +673,10 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
                 return None
             if rule == "keywords_all":
                 found_all.add(hit.keyword)
-            else:
+            elif rule == "keywords_any":
                 hits_any.append(hit)
+            else:
+                synonyms.append(hit)
     if intent.keywords_all and len(found_all) < len(intent.keywords_all):
         return None
     if intent.entity_types_all and not set(intent.entity_types_all) <= reading.types:
@@ -701,18 +705,21 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
     # the clause it covers; other, non-overlapping hits add a little.
     best_coverage = 0.0
     covered: list[tuple[int, int]] = []
-    for hit in sorted(hits_any, key=lambda h: -len(h.keyword)):
+    ranked = sorted(hits_any, key=lambda h: -len(h.keyword)) + sorted(
+        synonyms, key=lambda h: -len(h.keyword)
+    )
+    for position, hit in enumerate(ranked):
         if any(s < hit.end and hit.start < e for s, e in covered):
             continue
+        synonym = position >= len(hits_any)
         coverage = min(1.0, len(hit.keyword.replace(" ", "")) / reading.content_length)
-        score = 0.6 + 0.35 * coverage
+        score = (0.6 + 0.35 * coverage) * (SYNONYM_WEIGHT if synonym else 1.0)
         if covered:
             score *= 0.5
         best_coverage = max(best_coverage, coverage)
         covered.append((hit.start, hit.end))
-        evidence.append(
-            {"type": "keyword_any", "value": hit.keyword, "score": round(score, 3)}
-        )
+        kind = "keyword_synonym" if synonym else "keyword_any"
+        evidence.append({"type": kind, "value": hit.keyword, "score": round(score, 3)})
         scores.append(score)
     for pattern in intent.regex_any:
         for variant in variants:

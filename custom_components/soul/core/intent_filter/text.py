@@ -33,8 +33,11 @@ _HAN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
 _NOT_INFIX_HOST = set("一二三四五六七八九十两几这那哪每半多某整零百千万个")
 # "摇摇头", "看一看", "摇了摇头"; "点个头", "点一下头", "点了一下头".
 _REDUPLICATION = re.compile(r"([\u4e00-\u9fff])(?:[一了])?\1")
+# "点个头", "点三下头", "关上灯", "叫醒我": the verb and its object, without what
+# sits between them.
 _INFIX = re.compile(
-    r"([\u4e00-\u9fff])(?:了一下|一下|一个|了个|个|了)(?=[\u4e00-\u9fff])"
+    r"([\u4e00-\u9fff])(?:了一下|[一两二三四五六七八九十几]下|一个|了个|个|了|上|掉|醒)"
+    r"(?=[\u4e00-\u9fff])"
 )
 
 
@@ -115,7 +118,7 @@ def _rewrite(
 
 def _compact_infix(variant: Variant) -> Variant:
     text = variant.text
-    if not any(marker in text for marker in "个了一"):
+    if not any(marker in text for marker in "个了下上掉醒"):
         return variant
     pieces: list[str] = []
     origins: list[int] = []
