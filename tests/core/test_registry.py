@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from custom_components.soul.core.intent_filter import IntentFilterError
 from custom_components.soul.core.registry import Change, Terminal, TerminalRegistry
 from custom_components.soul.core.topics import Kind
 
@@ -241,3 +242,40 @@ def test_a_failing_listener_does_not_break_others(registry: TerminalRegistry) ->
     unsubscribe()
     send(registry, Kind.ONLINE, "offline")
     assert Change.AVAILABILITY not in seen
+
+
+def test_filter_command_uses_the_cached_catalog_and_records_the_decision(
+    registry: TerminalRegistry, changes: list
+) -> None:
+    with pytest.raises(IntentFilterError, match="unknown terminal"):
+        registry.filter_command("nobody", {"command": "开灯"}, default_timezone="UTC")
+    send(registry, Kind.SKILLS, skills())
+    with pytest.raises(IntentFilterError, match="has not published an intent_catalog"):
+        registry.filter_command(T, {"command": "开灯"}, default_timezone="UTC")
+    connect(registry)
+    changes.clear()
+    response = registry.filter_command(
+        T, {"command": "关灯"}, default_timezone="Asia/Shanghai"
+    )
+    assert response["meta"]["timezone"] == "Asia/Shanghai"
+    decision = registry.get(T).last_decision
+    assert decision is not None
+    assert (decision.action, decision.intent_ids) == (
+        "execute_intents",
+        ("intent_light_control",),
+    )
+    assert changes == [(T, Change.DECISION)]
+    registry.filter_command(T, {"command": "唉，累死了"}, default_timezone="UTC")
+    assert registry.get(T).last_decision.action == "no_action"
+    assert registry.get(T).last_decision.intent_ids == ()
+
+
+def test_invalid_catalog_is_dropped_and_the_previous_one_kept(
+    registry: TerminalRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    terminal = connect(registry)
+    bad = catalog(catalog_version=99)
+    bad["intent_catalog"][0]["match"]["regex_any"] = ["(unclosed"]
+    send(registry, Kind.INTENT_CATALOG, bad)
+    assert "invalid intent_catalog" in caplog.text
+    assert terminal.catalog.catalog_version != 99
