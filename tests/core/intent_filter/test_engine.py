@@ -648,3 +648,20 @@ def test_keywords_reach_other_languages_through_their_entity(
 )  # fmt: skip
 def test_separable_verbs_match_their_keyword(command: str, intent_id: str) -> None:
     assert business(run(command))[0]["intent_id"] == intent_id
+
+
+def test_a_captured_hour_inside_a_clock_time_becomes_seconds_from_now() -> None:
+    catalog = [
+        {
+            "id": "wake",
+            "match": {"keywords_any": ["叫我"]},
+            "slots": [{"name": "trigger_in_seconds", "regex": "([0-9]+)点"}],
+        }
+    ]
+    intent = business(run("明天早上8点叫我", catalog))[0]
+    assert intent["normalized"] == {"trigger_in_seconds": 51600}
+    assert intent["parameters"] == {"trigger_in_seconds": "8"}
+    plain = business(
+        run("明天早上8点叫我", catalog, options={"enable_time_parser": False})
+    )
+    assert plain[0]["normalized"] == {"trigger_in_seconds": 8}

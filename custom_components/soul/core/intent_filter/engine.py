@@ -379,20 +379,17 @@ def _read(ctx: _Context, seg: Segment) -> _Reading:
         Entity(e.type, e.value, e.text, e.start + seg.start, e.end + seg.start)
         for e in find_entities(folded, ctx.locale)
     ]
-    durations = [
-        Duration(d.seconds, d.start + seg.start, d.end + seg.start, d.relative)
-        for d in ctx.durations(folded)
-    ]
-    time_points = (
-        [
+    durations: list[Duration] = []
+    time_points: list[TimePoint] = []
+    if ctx.request.options["enable_time_parser"]:
+        durations = [
+            Duration(d.seconds, d.start + seg.start, d.end + seg.start, d.relative)
+            for d in ctx.durations(folded)
+        ]
+        time_points = [
             TimePoint(t.at, t.start + seg.start, t.end + seg.start)
             for t in find_time_points(folded, ctx.request.now)
         ]
-        if ctx.request.options["enable_time_parser"]
-        else []
-    )
-    if not ctx.request.options["enable_time_parser"]:
-        durations = []
     timed = [(d.start, d.end) for d in durations] + [
         (t.start, t.end) for t in time_points
     ]
@@ -495,21 +492,23 @@ def _normalize_capture(
     ctx: _Context,
     slot: Slot,
     raw: str,
-    variant: Variant | None,
-    span: tuple[int, int] | None,
+    where: tuple[_Reading, Variant, tuple[int, int]] | None = None,
 ) -> Any:
+    """Normalise a captured text; ``where`` is the clause, variant and span it came from."""
     folded = fold(raw).strip()
     if folded in slot.value_map:
         return slot.value_map[folded]
     if slot.name.endswith("_seconds"):
-        if variant is not None and span is not None:
+        if where is not None:
+            reading, variant, span = where
             for duration in ctx.durations(variant.text):
                 if duration.start <= span[0] and span[1] <= duration.end:
                     return _json_number(duration.seconds)
-            if ctx.request.options["enable_time_parser"]:
-                for point in find_time_points(variant.text, ctx.request.now):
-                    if point.start <= span[0] and span[1] <= point.end:
-                        return _json_number(point.seconds_from(ctx.request.now))
+            # The clause's clock times, already read (in command coordinates).
+            start, end = variant.span(*span)
+            for point in reading.time_points:
+                if point.start <= start and end <= point.end:
+                    return _json_number(point.seconds_from(ctx.request.now))
         inside = ctx.durations(folded)
         if inside and (value := parse_number(folded)) is None:
             return _json_number(inside[0].seconds)
@@ -550,8 +549,8 @@ def _fill_slots(
                 if not captured:
                     continue
                 raw = captured
-                span = match.span(slot.group)
-                value = _normalize_capture(ctx, slot, captured, variant, span)
+                where = (reading, variant, match.span(slot.group))
+                value = _normalize_capture(ctx, slot, captured, where)
                 found = True
                 break
         if (
@@ -640,7 +639,7 @@ def _implicit(
                 captured, _surface = aligned
                 return (
                     True,
-                    _normalize_capture(ctx, slot, captured, None, None),
+                    _normalize_capture(ctx, slot, captured),
                     entity.text,
                 )
     if _NUMBER_SLOTS.search(slot.name) and reading.numbers:
