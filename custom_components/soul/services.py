@@ -36,11 +36,18 @@ INVOKE_SKILL_SCHEMA = vol.Schema(
 )
 
 
-def loaded_entry(hass: HomeAssistant) -> SoulConfigEntry:
-    """Return the loaded Soul hub entry, or raise."""
+def find_loaded_entry(hass: HomeAssistant) -> SoulConfigEntry | None:
+    """Return the loaded Soul hub entry, if there is one."""
     for entry in hass.config_entries.async_entries(DOMAIN):
         if entry.state is ConfigEntryState.LOADED:
             return entry
+    return None
+
+
+def loaded_entry(hass: HomeAssistant) -> SoulConfigEntry:
+    """Return the loaded Soul hub entry, or raise."""
+    if (entry := find_loaded_entry(hass)) is not None:
+        return entry
     raise ServiceValidationError(
         translation_domain=DOMAIN, translation_key="not_loaded"
     )

@@ -8,26 +8,17 @@ from typing import Any
 
 from aiohttp import web
 from homeassistant.components.http import KEY_HASS, HomeAssistantView
-from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 
-from .const import DOMAIN
 from .core.intent_filter import IntentFilterError, filter_intents
-from .runtime import SoulConfigEntry
+from .services import find_loaded_entry
 
 MAX_BODY = 512 * 1024  # a catalog of 256 intents fits comfortably
 
 
 def _error(message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST) -> web.Response:
     return web.json_response({"message": message}, status=status)
-
-
-def _loaded_entry(hass: HomeAssistant) -> SoulConfigEntry | None:
-    for entry in hass.config_entries.async_entries(DOMAIN):
-        if entry.state is ConfigEntryState.LOADED:
-            return entry
-    return None
 
 
 async def _json_body(request: web.Request) -> Any:
@@ -76,7 +67,7 @@ class IntentFilterView(HomeAssistantView):
             else:
                 if not isinstance(terminal_id, str):
                     return _error("terminal_id must be a string")
-                if (entry := _loaded_entry(hass)) is None:
+                if (entry := find_loaded_entry(hass)) is None:
                     return _error("Soul is not set up", HTTPStatus.SERVICE_UNAVAILABLE)
                 response = entry.runtime_data.registry.filter_command(
                     terminal_id, body, default_timezone=hass.config.time_zone
