@@ -138,8 +138,9 @@ class _Observer:
         self.retained_phase = True
         self._changed = threading.Condition()
         self._connect_result: ReasonCode | None = None
-        self._subscribe_mid: int | None = None
-        self._subscribed = False
+        # SUBACKs seen, by message id: paho may deliver one (on its thread)
+        # before subscribe() has even returned the id to wait for.
+        self._acked: set[int] = set()
         self._client = Client(
             CallbackAPIVersion.VERSION2,
             client_id=f"soul-body-check-{uuid.uuid4().hex[:8]}",
@@ -165,9 +166,7 @@ class _Observer:
             raise ConnectionError(f"broker refused: {self._connect_result}")
         topics = [f"{self.base}/{name}" for name in (*REPORTS, "result/+")]
         _rc, mid = self._client.subscribe([(topic, 1) for topic in topics])
-        with self._changed:
-            self._subscribe_mid = mid
-        if not self.wait(lambda: self._subscribed, timeout):
+        if not self.wait(lambda: mid in self._acked, timeout):
             raise TimeoutError("no SUBACK")
 
     def close(self) -> None:
@@ -217,8 +216,7 @@ class _Observer:
         properties: Properties | None,
     ) -> None:
         with self._changed:
-            if mid == self._subscribe_mid:
-                self._subscribed = True
+            self._acked.add(mid)
             self._changed.notify_all()
 
     def _on_message(self, client: Client, userdata: Any, message: MQTTMessage) -> None:
