@@ -358,3 +358,30 @@ def status_payload(status: str, message: str, session_id: str | None, ts: str) -
     if session_id is not None:
         body["session_id"] = session_id
     return json.dumps(body, ensure_ascii=False)
+
+
+SYSTEM_DECAY_TICK = "system_decay_tick"
+
+
+def emotion_update_payload(
+    *,
+    session_id: str,
+    terminal_id: str,
+    soul_id: str,
+    user_emotion: Mapping[str, Any],
+    soul_emotion: Mapping[str, float],
+    exec_probability: float,
+    exec_mode: str,
+    ts: str,
+) -> dict[str, Any]:
+    """Return the body of an ``emotion_update`` message (§3.8)."""
+    return {
+        "session_id": session_id,
+        "terminal_id": terminal_id,
+        "soul_id": soul_id,
+        "user_emotion": dict(user_emotion),
+        "soul_emotion": dict(soul_emotion),
+        "exec_probability": exec_probability,
+        "exec_mode": exec_mode,
+        "ts": ts,
+    }

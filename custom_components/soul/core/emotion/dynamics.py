@@ -1,0 +1,275 @@
+"""How a soul's PAD state moves: pure functions of (state, elapsed time, inputs).
+
+- **Impact.** A recognised user emotion pulls the soul towards the emotion's
+  PAD prototype by ``BASE_IMPACT × sensitivity × intensity``; negative emotions
+  weigh ``NEGATIVITY_BIAS`` times more ("bad is stronger than good",
+  Baumeister et al. 2001).
+- **Recovery.** Between inputs every dimension decays exponentially towards
+  the persona's target with the persona's half-life.
+- **Boredom.** After ``persona.boredom_after`` idle seconds the target slides
+  towards the boredom prototype, reaching ``BOREDOM_MAX`` of the way after
+  ``BOREDOM_RAMP`` more seconds. A user turn resets the idle clock.
+- **Shock.** A very negative, intense input blocks execution for
+  ``persona.shock_cooldown`` seconds; positive input shortens what remains.
+- **Gating.** ``exec_probability`` is a logistic function of pleasure,
+  dominance and excess arousal; ``exec_mode`` follows from thresholds.
+
+Times are seconds since the epoch (floats); nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+import math
+from typing import Any
+
+from .labels import PAD, PROTOTYPE, Emotion
+from .persona import Persona
+
+BASE_IMPACT = 0.35
+NEGATIVITY_BIAS = 1.5
+MAX_IMPACT = 0.8
+BOREDOM_MAX = 0.6
+BOREDOM_RAMP = 1200.0
+SHOCK_PLEASURE = -0.4  # prototype pleasure × intensity at or below this shocks
+SHOCK_RELIEF = 0.6  # a positive input of intensity 1 removes 60 % of the cooldown
+SHOCK_PROBABILITY_CAP = 0.2
+# exec_probability = σ(BIAS + W_P·P + W_D·D − W_A·max(0, A − AROUSAL_COMFORT))
+GATE_BIAS = 2.2
+GATE_W_P = 3.5
+GATE_W_D = 1.0
+GATE_W_A = 2.0
+AROUSAL_COMFORT = 0.5
+AUTO_EXECUTE_AT = 0.7
+CONFIRM_AT = 0.45
+NEUTRAL_RADIUS = 0.1
+_STEP = 10.0  # seconds per integration step while the boredom target moves
+
+# Events of the tick clamp (§2 step 6).
+TICK_DEFAULT = 3.0
+TICK_MIN = 2.0
+TICK_MAX = 5.0
+
+
+class ExecMode(StrEnum):
+    """Whether the soul is willing to act (§3.8 ``exec_mode``)."""
+
+    AUTO_EXECUTE = "auto_execute"
+    CONFIRM = "confirm"
+    BLOCKED = "blocked"
+
+
+class Mood(StrEnum):
+    """Mehrabian's (1996) eight PAD octants, plus neutral near the origin."""
+
+    EXUBERANT = "exuberant"  # +P +A +D
+    DEPENDENT = "dependent"  # +P +A −D
+    RELAXED = "relaxed"  # +P −A +D
+    DOCILE = "docile"  # +P −A −D
+    HOSTILE = "hostile"  # −P +A +D
+    ANXIOUS = "anxious"  # −P +A −D
+    DISDAINFUL = "disdainful"  # −P −A +D
+    BORED = "bored"  # −P −A −D
+    NEUTRAL = "neutral"
+
+
+_OCTANTS = {
+    (True, True, True): Mood.EXUBERANT,
+    (True, True, False): Mood.DEPENDENT,
+    (True, False, True): Mood.RELAXED,
+    (True, False, False): Mood.DOCILE,
+    (False, True, True): Mood.HOSTILE,
+    (False, True, False): Mood.ANXIOUS,
+    (False, False, True): Mood.DISDAINFUL,
+    (False, False, False): Mood.BORED,
+}
+
+
+def clamp_tick_interval(value: Any) -> float:
+    """Return the emotion tick interval clamped to 2–5 s (3 s when unusable)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return TICK_DEFAULT
+    if not math.isfinite(seconds):
+        return TICK_DEFAULT
+    return max(TICK_MIN, min(TICK_MAX, seconds))
+
+
+def _clamp(value: float) -> float:
+    return max(-1.0, min(1.0, value))
+
+
+@dataclass(frozen=True, slots=True)
+class SoulState:
+    """A soul's emotion at one instant."""
+
+    p: float
+    a: float
+    d: float
+    at: float  # when this state holds
+    last_input_at: float  # last user turn (the boredom clock)
+    shock_until: float = 0.0
+
+    @property
+    def pad(self) -> PAD:
+        """Return the state as a PAD point."""
+        return PAD(self.p, self.a, self.d)
+
+    def as_dict(self) -> dict[str, float]:
+        """Return the state for storage."""
+        return {
+            "p": self.p,
+            "a": self.a,
+            "d": self.d,
+            "at": self.at,
+            "last_input_at": self.last_input_at,
+            "shock_until": self.shock_until,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SoulState | None:
+        """Return a stored state, or None when it is missing or malformed."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            values = {
+                key: float(data[key]) for key in ("p", "a", "d", "at", "last_input_at")
+            }
+            shock = float(data.get("shock_until", 0.0))
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not all(math.isfinite(v) for v in (*values.values(), shock)):
+            return None
+        return cls(
+            p=_clamp(values["p"]),
+            a=_clamp(values["a"]),
+            d=_clamp(values["d"]),
+            at=values["at"],
+            last_input_at=min(values["last_input_at"], values["at"]),
+            shock_until=shock,
+        )
+
+
+def initial_state(persona: Persona, now: float) -> SoulState:
+    """Return a new soul's state: its baseline, just spoken to."""
+    p, a, d = persona.baseline
+    return SoulState(p=p, a=a, d=d, at=now, last_input_at=now)
+
+
+def boredom_level(persona: Persona, idle: float) -> float:
+    """Return how far (0…BOREDOM_MAX) boredom has moved the target after ``idle`` s."""
+    over = idle - persona.boredom_after
+    if over <= 0:
+        return 0.0
+    return BOREDOM_MAX * min(1.0, over / BOREDOM_RAMP)
+
+
+def target(persona: Persona, idle: float) -> PAD:
+    """Return where the state is heading after ``idle`` seconds without a user turn."""
+    level = boredom_level(persona, idle)
+    bored = PROTOTYPE[Emotion.BOREDOM]
+    return PAD(
+        *(b + level * (x - b) for b, x in zip(persona.baseline, bored, strict=True))
+    )
+
+
+def _decay(state: SoulState, goal: PAD, seconds: float, half_life: float) -> PAD:
+    keep = math.exp(-math.log(2) * seconds / half_life)
+    return PAD(*(g + (x - g) * keep for x, g in zip(state.pad, goal, strict=True)))
+
+
+def evolve(state: SoulState, persona: Persona, now: float) -> SoulState:
+    """Return the state at ``now``: recovery towards the (possibly bored) target.
+
+    Exact while the target is constant; in steps of ``_STEP`` seconds while
+    boredom moves it. A clock that went backwards leaves the state unchanged.
+    """
+    t = state.at
+    if now <= t:
+        return state
+    ramp_start = state.last_input_at + persona.boredom_after
+    ramp_end = ramp_start + BOREDOM_RAMP
+    pad = state.pad
+    while t < now:
+        if ramp_start <= t < ramp_end:
+            step = min(_STEP, now - t, ramp_end - t)
+        elif t < ramp_start:
+            step = min(now, ramp_start) - t
+        else:
+            step = now - t
+        goal = target(persona, t + step / 2 - state.last_input_at)
+        pad = _decay(
+            replace(state, p=pad.p, a=pad.a, d=pad.d),
+            goal,
+            step,
+            persona.recovery_half_life,
+        )
+        t += step
+    return replace(state, p=pad.p, a=pad.a, d=pad.d, at=now)
+
+
+def impact(persona: Persona, emotion: Emotion, intensity: float) -> float:
+    """Return the fraction of the way a user emotion pulls the soul."""
+    if emotion is Emotion.NEUTRAL or intensity <= 0:
+        return 0.0
+    weight = BASE_IMPACT * persona.sensitivity * min(1.0, intensity)
+    if PROTOTYPE[emotion].p < 0:
+        weight *= NEGATIVITY_BIAS
+    return max(0.0, min(MAX_IMPACT, weight))
+
+
+def is_shock(emotion: Emotion, intensity: float) -> bool:
+    """Return whether an input is negative and intense enough to shock."""
+    return PROTOTYPE[emotion].p * min(1.0, intensity) <= SHOCK_PLEASURE
+
+
+def apply_user_emotion(
+    state: SoulState, persona: Persona, emotion: Emotion, intensity: float, now: float
+) -> SoulState:
+    """Return the state after a user turn with the recognised emotion at ``now``."""
+    state = evolve(state, persona, now)
+    pull = impact(persona, emotion, intensity)
+    goal = PROTOTYPE[emotion]
+    p, a, d = (_clamp(x + pull * (g - x)) for x, g in zip(state.pad, goal, strict=True))
+    shock_until = state.shock_until
+    if is_shock(emotion, intensity):
+        shock_until = max(shock_until, now + persona.shock_cooldown)
+    elif goal.p > 0 and shock_until > now:
+        remaining = (shock_until - now) * (1 - SHOCK_RELIEF * min(1.0, intensity))
+        shock_until = now + remaining
+    return SoulState(p=p, a=a, d=d, at=now, last_input_at=now, shock_until=shock_until)
+
+
+def exec_probability(state: SoulState, now: float) -> float:
+    """Return how willing the soul is to act, in [0, 1]."""
+    z = (
+        GATE_BIAS
+        + GATE_W_P * state.p
+        + GATE_W_D * state.d
+        - GATE_W_A * max(0.0, state.a - AROUSAL_COMFORT)
+    )
+    probability = 1 / (1 + math.exp(-z))
+    if state.shock_until > now:
+        probability = min(probability, SHOCK_PROBABILITY_CAP)
+    return probability
+
+
+def exec_mode(state: SoulState, now: float) -> ExecMode:
+    """Return the execution mode: blocked during a shock or below ``CONFIRM_AT``."""
+    if state.shock_until > now:
+        return ExecMode.BLOCKED
+    probability = exec_probability(state, now)
+    if probability >= AUTO_EXECUTE_AT:
+        return ExecMode.AUTO_EXECUTE
+    if probability >= CONFIRM_AT:
+        return ExecMode.CONFIRM
+    return ExecMode.BLOCKED
+
+
+def mood(pad: PAD) -> Mood:
+    """Return the PAD octant of ``pad`` (neutral within ``NEUTRAL_RADIUS``)."""
+    if max(abs(pad.p), abs(pad.a), abs(pad.d)) < NEUTRAL_RADIUS:
+        return Mood.NEUTRAL
+    return _OCTANTS[(pad.p >= 0, pad.a >= 0, pad.d >= 0)]

@@ -1,0 +1,450 @@
+"""Souls, their bindings to terminals, and their living emotion (HA-free).
+
+``SoulHub`` keeps, per soul, the PAD state of ``emotion.dynamics`` and, per
+terminal, the soul it is bound to. The glue feeds it the souls (Home
+Assistant config subentries), calls ``tick`` every few seconds and
+``user_turn`` when a user speaks, stores ``dump()`` and passes ``load()`` the
+stored data on start. It publishes ``emotion_update`` (§3.8) itself and tells
+subscribers what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+import json
+import logging
+from typing import Any
+
+from .emotion.dynamics import (
+    ExecMode,
+    Mood,
+    SoulState,
+    apply_user_emotion,
+    evolve,
+    exec_mode,
+    exec_probability,
+    initial_state,
+    mood,
+)
+from .emotion.labels import Emotion
+from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
+from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload
+from .topics import QOS_RETAIN, Kind, Topics, valid_terminal_id
+
+_LOGGER = logging.getLogger(__name__)
+
+STORAGE_VERSION = 1
+MAX_NAME_LENGTH = 64
+MAX_PERSONA_LENGTH = 2000
+NEUTRAL_USER_EMOTION: dict[str, Any] = {
+    "emotion": "neutral",
+    "p": 0.0,
+    "a": 0.0,
+    "d": 0.0,
+    "intensity": 0.0,
+}
+# A ``soul_hint`` word → the MBTI type of the soul it creates (docs/emotion.md).
+HINT_TYPES: dict[str, str] = {
+    "friendly": "ESFJ",
+    "warm": "ESFJ",
+    "caring": "ISFJ",
+    "gentle": "ISFP",
+    "calm": "ISTJ",
+    "serious": "ISTJ",
+    "professional": "ESTJ",
+    "cheerful": "ENFP",
+    "playful": "ENFP",
+    "lively": "ESFP",
+    "energetic": "ESFP",
+    "curious": "ENTP",
+    "witty": "ENTP",
+    "wise": "INFJ",
+    "thoughtful": "INFJ",
+    "dreamy": "INFP",
+    "logical": "INTP",
+    "analytical": "INTJ",
+    "confident": "ENTJ",
+    "practical": "ISTP",
+}
+DEFAULT_HINT_TYPE = "ENFP"
+
+# publish(topic, payload, qos, retain), as the invoker's.
+type Publish = Callable[[str, str, int, bool], Awaitable[None]]
+type Recognizer = Callable[[str], Mapping[str, Any]]
+
+
+class SoulError(ValueError):
+    """A request about souls that cannot be honoured; the text says why."""
+
+
+class NoSoulError(SoulError):
+    """The terminal has no soul bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class Soul:
+    """A named personality."""
+
+    soul_id: str
+    name: str
+    mbti: str
+    persona_text: str = ""
+    user_id: str | None = None
+    persona: Persona = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Derive the temperament from the MBTI type."""
+        object.__setattr__(self, "persona", persona_from_mbti(self.mbti))
+
+
+def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
+    """Raise ``SoulError`` naming the first invalid field of a new soul."""
+    if not isinstance(name, str) or not name.strip():
+        raise SoulError("name must be a non-empty string")
+    if len(name.strip()) > MAX_NAME_LENGTH:
+        raise SoulError(f"name must be at most {MAX_NAME_LENGTH} characters")
+    if not is_mbti(mbti):
+        raise SoulError(
+            f"mbti_type must be one of {', '.join(MBTI_TYPES)} "
+            "(optionally with -A or -T)"
+        )
+    if persona_text is not None and not isinstance(persona_text, str):
+        raise SoulError("persona must be a string")
+    if persona_text and len(persona_text) > MAX_PERSONA_LENGTH:
+        raise SoulError(f"persona must be at most {MAX_PERSONA_LENGTH} characters")
+
+
+@dataclass(frozen=True, slots=True)
+class EmotionSnapshot:
+    """What a soul feels now and what that means for execution."""
+
+    soul_id: str
+    p: float
+    a: float
+    d: float
+    exec_probability: float
+    exec_mode: ExecMode
+    mood: Mood
+    shocked: bool
+    at: float
+
+    def soul_emotion(self) -> dict[str, float]:
+        """Return §3.8's ``soul_emotion`` object."""
+        return {"p": self.p, "a": self.a, "d": self.d}
+
+
+@dataclass(frozen=True, slots=True)
+class SoulEvent:
+    """One change of a soul, for subscribers (entities, bus events, triggers)."""
+
+    soul_id: str
+    snapshot: EmotionSnapshot
+    previous: EmotionSnapshot | None
+    # Set for a user turn: the terminal and the recognised emotion.
+    terminal_id: str | None = None
+    user_emotion: Mapping[str, Any] | None = None
+    # Every emotion_update published for this change.
+    published: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HintDecision:
+    """What a terminal's first ``soul_hint`` asks for: an existing soul or a new one."""
+
+    soul_id: str | None = None
+    name: str | None = None
+    mbti: str | None = None
+
+
+def _ts(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SoulHub:
+    """Souls, bindings and emotion states, with ``emotion_update`` publishing."""
+
+    def __init__(
+        self,
+        topics: Topics,
+        publish: Publish,
+        *,
+        clock: Callable[[], float],
+        is_online: Callable[[str], bool],
+        recognize: Recognizer | None = None,
+        on_dirty: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Publish through ``publish``; read time from ``clock`` (epoch seconds)."""
+        if recognize is None:
+            from .emotion import analyze_emotion  # noqa: PLC0415
+
+            recognize = analyze_emotion
+        self._topics = topics
+        self._publish = publish
+        self._clock = clock
+        self._is_online = is_online
+        self._recognize = recognize
+        self._on_dirty = on_dirty
+        self._souls: dict[str, Soul] = {}
+        self._states: dict[str, SoulState] = {}
+        self._stored_states: dict[str, Any] = {}
+        self._bindings: dict[str, str] = {}
+        self._seen: set[str] = set()
+        self._listeners: list[Callable[[SoulEvent], None]] = []
+        self._last: dict[str, EmotionSnapshot] = {}
+
+    # -- storage -----------------------------------------------------------
+
+    def load(self, data: Any) -> None:
+        """Take stored data (``dump()``'s); malformed parts are dropped."""
+        if not isinstance(data, dict):
+            return
+        bindings = data.get("bindings")
+        if isinstance(bindings, dict):
+            self._bindings = {
+                t: s
+                for t, s in bindings.items()
+                if isinstance(t, str) and isinstance(s, str) and valid_terminal_id(t)
+            }
+        seen = data.get("seen")
+        if isinstance(seen, list):
+            self._seen = {t for t in seen if isinstance(t, str)}
+        states = data.get("states")
+        if isinstance(states, dict):
+            self._stored_states = dict(states)
+
+    def dump(self) -> dict[str, Any]:
+        """Return everything worth keeping across restarts."""
+        return {
+            "bindings": dict(self._bindings),
+            "seen": sorted(self._seen),
+            "states": {
+                soul_id: state.as_dict() for soul_id, state in self._states.items()
+            },
+        }
+
+    # -- souls and bindings ---------------------------------------------------
+
+    def set_souls(self, souls: Iterable[Soul]) -> None:
+        """Make ``souls`` the known souls: new ones get a state, gone ones lose theirs.
+
+        A new soul with a stored state resumes it, aged by the time since it
+        was stored (recovery and boredom over the downtime).
+        """
+        now = self._clock()
+        fresh = {soul.soul_id: soul for soul in souls}
+        for soul_id in self._souls.keys() - fresh.keys():
+            self._states.pop(soul_id, None)
+            self._last.pop(soul_id, None)
+        for soul_id, soul in fresh.items():
+            if soul_id in self._states:
+                continue
+            stored = SoulState.from_dict(self._stored_states.pop(soul_id, None))
+            self._states[soul_id] = (
+                initial_state(soul.persona, now)
+                if stored is None
+                else evolve(stored, soul.persona, now)
+            )
+        self._souls = fresh
+        before = len(self._bindings)
+        self._bindings = {t: s for t, s in self._bindings.items() if s in fresh}
+        if len(self._bindings) != before:
+            _LOGGER.info(
+                "Unbound %d terminals from removed souls", before - len(self._bindings)
+            )
+        self._on_dirty()
+
+    @property
+    def souls(self) -> Mapping[str, Soul]:
+        """Return the souls by id."""
+        return self._souls
+
+    def soul(self, soul_id: str) -> Soul | None:
+        """Return a soul by id."""
+        return self._souls.get(soul_id)
+
+    def bindings(self) -> Mapping[str, str]:
+        """Return terminal id → soul id."""
+        return dict(self._bindings)
+
+    def soul_of(self, terminal_id: str) -> Soul | None:
+        """Return the soul a terminal is bound to."""
+        soul_id = self._bindings.get(terminal_id)
+        return None if soul_id is None else self._souls.get(soul_id)
+
+    def terminals_of(self, soul_id: str) -> list[str]:
+        """Return the terminals bound to a soul."""
+        return sorted(t for t, s in self._bindings.items() if s == soul_id)
+
+    def bind(self, terminal_id: str, soul_id: str) -> None:
+        """Bind a terminal (connected or not yet) to a soul."""
+        if not isinstance(terminal_id, str) or not valid_terminal_id(terminal_id):
+            raise SoulError(f"invalid terminal_id {terminal_id!r}")
+        if soul_id not in self._souls:
+            raise SoulError(f"unknown soul_id {soul_id!r}")
+        self._bindings[terminal_id] = soul_id
+        self._seen.add(terminal_id)
+        self._on_dirty()
+
+    def first_connection(
+        self, terminal_id: str, hint: str | None
+    ) -> HintDecision | None:
+        """Return what a terminal's ``soul_hint`` asks for on its first connection.
+
+        Only the first connection counts, and only for an unbound terminal:
+        afterwards (or once the user bound it) the hint is ignored. The decision
+        picks a soul whose id, name or MBTI type equals the hint, or asks for a
+        new soul named after the hint.
+        """
+        if terminal_id in self._seen or terminal_id in self._bindings:
+            return None
+        self._seen.add(terminal_id)
+        self._on_dirty()
+        if not hint or not hint.strip():
+            return None
+        hint = hint.strip()[:MAX_NAME_LENGTH]
+        folded = hint.casefold()
+        for soul in self._souls.values():
+            if folded in (soul.soul_id.casefold(), soul.name.casefold()):
+                return HintDecision(soul_id=soul.soul_id)
+        if is_mbti(hint):
+            for soul in self._souls.values():
+                if soul.mbti.split("-")[0] == hint.upper().split("-")[0]:
+                    return HintDecision(soul_id=soul.soul_id)
+            return HintDecision(name=hint.upper(), mbti=hint.upper())
+        return HintDecision(name=hint, mbti=HINT_TYPES.get(folded, DEFAULT_HINT_TYPE))
+
+    # -- emotion --------------------------------------------------------------
+
+    def subscribe(self, listener: Callable[[SoulEvent], None]) -> Callable[[], None]:
+        """Call ``listener`` with every ``SoulEvent``; return the unsubscriber."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def snapshot(self, soul_id: str) -> EmotionSnapshot | None:
+        """Return the soul's emotion as of its last evolution."""
+        if (soul := self._souls.get(soul_id)) is None:
+            return None
+        return self._snapshot(soul, self._states[soul_id])
+
+    @staticmethod
+    def _snapshot(soul: Soul, state: SoulState) -> EmotionSnapshot:
+        now = state.at
+        return EmotionSnapshot(
+            soul_id=soul.soul_id,
+            p=round(state.p, 3),
+            a=round(state.a, 3),
+            d=round(state.d, 3),
+            exec_probability=round(exec_probability(state, now), 3),
+            exec_mode=exec_mode(state, now),
+            mood=mood(state.pad),
+            shocked=state.shock_until > now,
+            at=now,
+        )
+
+    def _payload(
+        self,
+        snapshot: EmotionSnapshot,
+        terminal_id: str,
+        session_id: str,
+        user_emotion: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        return emotion_update_payload(
+            session_id=session_id,
+            terminal_id=terminal_id,
+            soul_id=snapshot.soul_id,
+            user_emotion=user_emotion,
+            soul_emotion=snapshot.soul_emotion(),
+            exec_probability=snapshot.exec_probability,
+            exec_mode=snapshot.exec_mode.value,
+            ts=_ts(snapshot.at),
+        )
+
+    async def _send(self, payload: dict[str, Any]) -> bool:
+        qos, retain = QOS_RETAIN[Kind.EMOTION_UPDATE]
+        topic = self._topics.topic(payload["terminal_id"], Kind.EMOTION_UPDATE)
+        try:
+            await self._publish(
+                topic, json.dumps(payload, ensure_ascii=False), qos, retain
+            )
+        except Exception:  # one failed publish must not stop the rest
+            _LOGGER.warning(
+                "Could not publish emotion_update to %s", topic, exc_info=True
+            )
+            return False
+        return True
+
+    def _notify(self, event: SoulEvent) -> None:
+        self._last[event.soul_id] = event.snapshot
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                _LOGGER.exception("Error in a soul listener")
+
+    async def tick(self) -> None:
+        """Evolve every soul to now, then publish to its online terminals (§3.8)."""
+        now = self._clock()
+        events: list[SoulEvent] = []
+        for soul_id, soul in self._souls.items():
+            state = self._states[soul_id] = evolve(
+                self._states[soul_id], soul.persona, now
+            )
+            snapshot = self._snapshot(soul, state)
+            payloads = tuple(
+                self._payload(
+                    snapshot, terminal_id, SYSTEM_DECAY_TICK, NEUTRAL_USER_EMOTION
+                )
+                for terminal_id in self.terminals_of(soul_id)
+                if self._is_online(terminal_id)
+            )
+            events.append(
+                SoulEvent(
+                    soul_id, snapshot, self._last.get(soul_id), published=payloads
+                )
+            )
+        self._on_dirty()
+        for event in events:
+            sent = [p for p in event.published if await self._send(p)]
+            self._notify(
+                SoulEvent(
+                    event.soul_id, event.snapshot, event.previous, published=tuple(sent)
+                )
+            )
+
+    async def user_turn(
+        self, terminal_id: str, text: str, session_id: str
+    ) -> tuple[dict[str, Any], EmotionSnapshot]:
+        """Recognise the user's emotion, move the bound soul, publish to the terminal.
+
+        Returns the recognised ``user_emotion`` and the soul's new snapshot;
+        raises ``NoSoulError`` when the terminal has no soul.
+        """
+        if (soul := self.soul_of(terminal_id)) is None:
+            raise NoSoulError("soul selection is required before chat")
+        user_emotion = dict(self._recognize(text))
+        try:
+            label = Emotion(user_emotion.get("emotion"))
+            intensity = float(user_emotion.get("intensity", 0.0))
+        except (TypeError, ValueError):
+            label, intensity = Emotion.NEUTRAL, 0.0
+        now = self._clock()
+        state = self._states[soul.soul_id] = apply_user_emotion(
+            self._states[soul.soul_id], soul.persona, label, intensity, now
+        )
+        self._on_dirty()
+        snapshot = self._snapshot(soul, state)
+        payload = self._payload(snapshot, terminal_id, session_id, user_emotion)
+        sent = (payload,) if await self._send(payload) else ()
+        self._notify(
+            SoulEvent(
+                soul.soul_id,
+                snapshot,
+                self._last.get(soul.soul_id),
+                terminal_id=terminal_id,
+                user_emotion=user_emotion,
+                published=sent,
+            )
+        )
+        return user_emotion, snapshot

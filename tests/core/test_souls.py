@@ -1,0 +1,277 @@
+"""``SoulHub``: souls, bindings, soul_hint, ticks and user turns (fake clock)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from custom_components.soul.core.emotion.dynamics import ExecMode
+from custom_components.soul.core.emotion.persona import persona_from_mbti
+from custom_components.soul.core.protocol import SYSTEM_DECAY_TICK
+from custom_components.soul.core.souls import (
+    HintDecision,
+    NoSoulError,
+    Soul,
+    SoulError,
+    SoulEvent,
+    SoulHub,
+    validate_soul_fields,
+)
+from custom_components.soul.core.topics import Topics
+
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    """A settable clock."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Env:
+    """A hub with recording publish, recognizer and listeners."""
+
+    def __init__(self, recognized: dict[str, Any] | None = None) -> None:
+        self.clock = Clock()
+        self.sent: list[tuple[str, dict[str, Any], int, bool]] = []
+        self.online: set[str] = set()
+        self.dirty = 0
+        self.events: list[SoulEvent] = []
+        self.recognized = recognized or {
+            "emotion": "anger",
+            "p": -0.46,
+            "a": 0.53,
+            "d": 0.23,
+            "intensity": 0.9,
+        }
+        self.texts: list[str] = []
+        self.hub = SoulHub(
+            Topics("soul"),
+            self.publish,
+            clock=self.clock,
+            is_online=self.online.__contains__,
+            recognize=self.recognize,
+            on_dirty=self.mark,
+        )
+        self.hub.subscribe(self.events.append)
+
+    async def publish(self, topic: str, payload: str, qos: int, retain: bool) -> None:
+        if topic.startswith("soul/terminal/broken/"):
+            raise ConnectionError("broker gone")
+        self.sent.append((topic, json.loads(payload), qos, retain))
+
+    def recognize(self, text: str) -> dict[str, Any]:
+        self.texts.append(text)
+        return dict(self.recognized)
+
+    def mark(self) -> None:
+        self.dirty += 1
+
+
+def test_validate_soul_fields() -> None:
+    validate_soul_fields("Aria", "ENFP", "kind")
+    for args, message in [
+        (("", "ENFP"), "name"),
+        (("x" * 65, "ENFP"), "name"),
+        ((None, "ENFP"), "name"),
+        (("Aria", "XXXX"), "mbti_type"),
+        (("Aria", None), "mbti_type"),
+        (("Aria", "ENFP", 5), "persona"),
+        (("Aria", "ENFP", "x" * 2001), "persona"),
+    ]:
+        with pytest.raises(SoulError, match=message):
+            validate_soul_fields(*args)
+
+
+def test_soul_derives_persona() -> None:
+    soul = Soul("s1", "Aria", "INTJ")
+    assert soul.persona == persona_from_mbti("INTJ")
+    with pytest.raises(ValueError, match="MBTI"):
+        Soul("s2", "Bad", "XYZW")
+
+
+def test_bindings_and_removal() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP"), Soul("s2", "Bo", "ISTJ")])
+    hub.bind("t1", "s1")
+    hub.bind("t2", "s1")  # several terminals may share a soul
+    hub.bind("t3", "s2")
+    assert hub.soul_of("t1").name == "Aria"
+    assert hub.terminals_of("s1") == ["t1", "t2"]
+    with pytest.raises(SoulError, match="unknown soul_id"):
+        hub.bind("t1", "nope")
+    with pytest.raises(SoulError, match="invalid terminal_id"):
+        hub.bind("bad/id", "s1")
+    hub.bind("t1", "s2")  # rebinding moves it
+    assert hub.terminals_of("s2") == ["t1", "t3"]
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    assert hub.bindings() == {"t2": "s1"}
+    assert hub.snapshot("s2") is None
+
+
+def test_dump_and_load_survive_restart_with_downtime() -> None:
+    env = Env()
+    env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    env.hub.bind("t1", "s1")
+    env.hub._states["s1"] = env.hub._states["s1"].__class__(
+        p=-0.8, a=0.6, d=-0.4, at=T0, last_input_at=T0
+    )
+    stored = json.loads(json.dumps(env.hub.dump()))
+    # A restart 30 minutes later: bindings kept, state aged by the downtime.
+    later = Env()
+    later.clock.now = T0 + 1800
+    later.hub.load(stored)
+    later.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    assert later.hub.bindings() == {"t1": "s1"}
+    snapshot = later.hub.snapshot("s1")
+    assert snapshot.at == T0 + 1800
+    assert snapshot.p > -0.5  # recovered towards the baseline meanwhile
+    # Garbage in storage is ignored.
+    broken = Env()
+    broken.hub.load(
+        {
+            "bindings": {"t/x": "s1", "t1": 3, "t2": "s1"},
+            "states": {"s1": "x"},
+            "seen": "no",
+        }
+    )
+    broken.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    assert broken.hub.bindings() == {"t2": "s1"}
+    assert list(broken.hub._states["s1"].pad) == list(
+        persona_from_mbti("ENFP").baseline
+    )
+    broken.hub.load(None)
+    broken.hub.load([1, 2])
+
+
+def test_soul_hint_first_connection_only() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Friendly", "ESFJ"), Soul("s2", "Nova", "INTJ-T")])
+    assert hub.first_connection("t1", "friendly") == HintDecision(soul_id="s1")
+    assert hub.first_connection("t1", "friendly") is None  # second connection
+    assert hub.first_connection("t2", "intj") == HintDecision(soul_id="s2")
+    assert hub.first_connection("t3", "ENTP") == HintDecision(name="ENTP", mbti="ENTP")
+    assert hub.first_connection("t4", "cheerful") == HintDecision(
+        name="cheerful", mbti="ENFP"
+    )
+    assert hub.first_connection("t5", "grumpy") == HintDecision(
+        name="grumpy", mbti="ENFP"
+    )
+    assert hub.first_connection("t6", None) is None
+    assert (
+        hub.first_connection("t6", "friendly") is None
+    )  # first connection had no hint
+    hub.bind("t7", "s2")  # bound by the user before connecting: the hint is ignored
+    assert hub.first_connection("t7", "friendly") is None
+    # "seen" survives a restart.
+    again = Env()
+    again.hub.load(hub.dump())
+    again.hub.set_souls([Soul("s1", "Friendly", "ESFJ")])
+    assert again.hub.first_connection("t4", "friendly") is None
+
+
+async def test_tick_publishes_to_online_bound_terminals() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP"), Soul("s2", "Bo", "ISTJ")])
+    hub.bind("t1", "s1")
+    hub.bind("t2", "s1")
+    hub.bind("t3", "s2")
+    env.online.update({"t1", "t3"})
+    env.clock.now += 3
+    env.dirty = 0
+    await hub.tick()
+    assert env.dirty >= 1  # persisted before publishing
+    topics = sorted(t for t, *_ in env.sent)
+    assert topics == [
+        "soul/terminal/t1/emotion_update",
+        "soul/terminal/t3/emotion_update",
+    ]
+    _topic, payload, qos, retain = env.sent[0]
+    assert (qos, retain) == (1, False)
+    assert payload["session_id"] == SYSTEM_DECAY_TICK
+    assert payload["user_emotion"]["emotion"] == "neutral"
+    assert set(payload) == {
+        "session_id",
+        "terminal_id",
+        "soul_id",
+        "user_emotion",
+        "soul_emotion",
+        "exec_probability",
+        "exec_mode",
+        "ts",
+    }
+    assert payload["ts"] == "2023-11-14T22:13:23Z"
+    assert 0 <= payload["exec_probability"] <= 1
+    assert {e.soul_id for e in env.events} == {"s1", "s2"}
+    assert sum(len(e.published) for e in env.events) == 2
+
+
+async def test_user_turn_moves_soul_and_publishes_once() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    hub.bind("t1", "s1")
+    hub.bind("t2", "s1")
+    env.online.update({"t1", "t2"})
+    before = hub.snapshot("s1")
+    user_emotion, snapshot = await hub.user_turn("t1", "气死我了", "sess-1")
+    assert env.texts == ["气死我了"]
+    assert user_emotion["emotion"] == "anger"
+    assert snapshot.p < before.p
+    assert snapshot.exec_mode is ExecMode.BLOCKED  # intense anger shocks
+    assert len(env.sent) == 1
+    topic, payload, *_ = env.sent[0]
+    assert topic == "soul/terminal/t1/emotion_update"
+    assert payload["session_id"] == "sess-1"
+    assert payload["user_emotion"] == user_emotion
+    assert payload["exec_mode"] == "blocked"
+    event = env.events[-1]
+    assert event.terminal_id == "t1" and event.user_emotion == user_emotion
+    with pytest.raises(NoSoulError, match="soul selection is required before chat"):
+        await hub.user_turn("t9", "hi", "s")
+
+
+async def test_publish_failure_is_contained() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    hub.bind("broken", "s1")
+    hub.bind("t1", "s1")
+    env.online.update({"broken", "t1"})
+    await hub.tick()
+    assert [t for t, *_ in env.sent] == ["soul/terminal/t1/emotion_update"]
+    assert len(env.events[-1].published) == 1
+
+
+async def test_bad_recognizer_output_counts_as_neutral() -> None:
+    env = Env(recognized={"emotion": "weird", "intensity": "x"})
+    env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    env.hub.bind("t1", "s1")
+    before = env.hub.snapshot("s1")
+    _, snapshot = await env.hub.user_turn("t1", "??", "s")
+    assert (snapshot.p, snapshot.a, snapshot.d) == (before.p, before.a, before.d)
+
+
+async def test_listener_errors_do_not_break_ticks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    env = Env()
+    env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+
+    def boom(_event: SoulEvent) -> None:
+        raise RuntimeError("listener bug")
+
+    unsubscribe = env.hub.subscribe(boom)
+    await env.hub.tick()
+    assert "Error in a soul listener" in caplog.text
+    unsubscribe()
+    assert len(env.events) == 1
