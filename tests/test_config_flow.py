@@ -13,6 +13,7 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.soul.const import (
+    CONF_EMOTION_TICK_INTERVAL,
     CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
@@ -33,6 +34,7 @@ def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, 
         CONF_LLM_BASE_URL: server.base_url,
         CONF_LLM_MODEL: DEFAULT_MODEL,
         CONF_INVOKE_TIMEOUT: 8.0,
+        CONF_EMOTION_TICK_INTERVAL: 3.0,
         **extra,
     }
     if api_key:
@@ -61,7 +63,11 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
     assert result["title"] == "Soul"
     assert result["data"] == {}
     entry = result["result"]
-    assert entry.options == {CONF_TOPIC_PREFIX: "home/soul", CONF_INVOKE_TIMEOUT: 8.0}
+    assert entry.options == {
+        CONF_TOPIC_PREFIX: "home/soul",
+        CONF_INVOKE_TIMEOUT: 8.0,
+        CONF_EMOTION_TICK_INTERVAL: 3.0,
+    }
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
     assert entry.runtime_data.topic_prefix == "home/soul"
@@ -255,7 +261,11 @@ async def test_options_flow_turns_llm_off(
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert entry.options == {CONF_TOPIC_PREFIX: "soul", CONF_INVOKE_TIMEOUT: 8.0}
+    assert entry.options == {
+        CONF_TOPIC_PREFIX: "soul",
+        CONF_INVOKE_TIMEOUT: 8.0,
+        CONF_EMOTION_TICK_INTERVAL: 3.0,
+    }
     assert entry.runtime_data.llm is None
 
 

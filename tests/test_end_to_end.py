@@ -14,7 +14,8 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
-from custom_components.soul.entity import find_terminal_device
+from custom_components.soul.entity import find_device
+from custom_components.soul.souls import soul_id_of_device
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 
@@ -59,7 +60,7 @@ async def test_body_lifecycle(
         await until(
             lambda: (s := hass.states.get(light)) and s.state != STATE_UNAVAILABLE
         )
-        device = find_terminal_device(hass, entry.entry_id, "terminal-001")
+        device = find_device(hass, entry.entry_id, "terminal-001")
         assert device is not None
         assert device.model == "Soul body-sim"
         assert hass.states.get(connectivity).state == STATE_ON
@@ -107,7 +108,8 @@ async def test_body_lifecycle(
     try:
         await until(lambda: hass.states.get(light).state != STATE_UNAVAILABLE)
         devices = dr.async_entries_for_config_entry(device_registry, entry.entry_id)
-        assert [d.name for d in devices] == ["terminal-001"]
+        terminals = [d.name for d in devices if soul_id_of_device(d) is None]
+        assert terminals == ["terminal-001"]
     finally:
         await hass.async_add_executor_job(body.stop)
 
@@ -121,7 +123,7 @@ async def test_silent_body_times_out(
     await hass.async_add_executor_job(body.start)
     try:
         await until(lambda: entry.runtime_data.registry.get("mute-body") is not None)
-        device = find_terminal_device(hass, entry.entry_id, "mute-body")
+        device = find_device(hass, entry.entry_id, "mute-body")
         assert device is not None
         with pytest.raises(HomeAssistantError) as caught:
             async with asyncio.timeout(5):

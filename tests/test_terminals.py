@@ -24,7 +24,8 @@ from pytest_homeassistant_custom_component.common import (
 from pytest_homeassistant_custom_component.typing import MqttMockHAClient
 
 from custom_components.soul.const import DOMAIN
-from custom_components.soul.entity import find_terminal_device
+from custom_components.soul.entity import find_device
+from custom_components.soul.souls import soul_id_of_device
 
 from .core.spec_payloads import catalog, skills
 
@@ -99,7 +100,7 @@ async def test_device_and_entities(
     device_registry: dr.DeviceRegistry,
     entity_registry: er.EntityRegistry,
 ) -> None:
-    device = find_terminal_device(hass, soul_entry_id(hass), T)
+    device = find_device(hass, soul_entry_id(hass), T)
     assert device is not None
     assert (device.name, device.model, device.sw_version) == (T, "Desk bot", "1.2")
     entities = {
@@ -117,6 +118,8 @@ async def test_device_and_entities(
         "sensor.terminal_001_intent_catalog_version",
         "sensor.terminal_001_last_heartbeat",
         "sensor.terminal_001_last_intent_decision",
+        "event.terminal_001_user_emotion",
+        "select.terminal_001_soul",
     }
     assert hass.states.get(CONNECTIVITY).state == STATE_ON
     assert hass.states.get("sensor.terminal_001_skill_version").state == "3"
@@ -180,7 +183,7 @@ async def test_failed_skill_raises(hass: HomeAssistant, body: Body) -> None:
 
 
 async def device_id(hass: HomeAssistant, terminal_id: str = T) -> str:
-    device = find_terminal_device(hass, soul_entry_id(hass), terminal_id)
+    device = find_device(hass, soul_entry_id(hass), terminal_id)
     assert device is not None
     return device.id
 
@@ -307,14 +310,15 @@ async def test_cleared_snapshot_removes_the_device(
 ) -> None:
     async_fire_mqtt_message(hass, f"soul/terminal/{T}/skills", "")
     await hass.async_block_till_done()
-    assert find_terminal_device(hass, soul_entry_id(hass), T) is None
+    assert find_device(hass, soul_entry_id(hass), T) is None
     assert hass.states.get(LIGHT) is None
     announce(hass, retain=False)  # the body comes back: one device again
     await hass.async_block_till_done()
     devices = dr.async_entries_for_config_entry(
         device_registry, hass.config_entries.async_entries(DOMAIN)[0].entry_id
     )
-    assert [d.name for d in devices] == [T]
+    # (The spec's soul_hint also made a "friendly" soul, a device of its own.)
+    assert [d.name for d in devices if soul_id_of_device(d) is None] == [T]
     assert hass.states.get(LIGHT).state != STATE_UNAVAILABLE
 
 
@@ -404,7 +408,7 @@ async def test_stale_devices_are_removed_after_setup(
     async_fire_time_changed(hass)
     await hass.async_block_till_done()
     assert device_registry.async_get(gone.id) is None
-    assert find_terminal_device(hass, soul_entry.entry_id, T) is not None
+    assert find_device(hass, soul_entry.entry_id, T) is not None
 
 
 async def test_user_may_delete_only_absent_bodies(
@@ -413,7 +417,7 @@ async def test_user_may_delete_only_absent_bodies(
     from custom_components.soul import async_remove_config_entry_device
 
     entry = hass.config_entries.async_entries(DOMAIN)[0]
-    device = find_terminal_device(hass, entry.entry_id, T)
+    device = find_device(hass, entry.entry_id, T)
     assert device is not None
     assert not await async_remove_config_entry_device(hass, entry, device)
     async_fire_mqtt_message(hass, f"soul/terminal/{T}/online", "offline")

@@ -19,14 +19,17 @@ from homeassistant.helpers.typing import ConfigType
 
 from .const import DOMAIN
 from .core.registry import Change, Terminal
-from .entity import find_terminal_device, terminal_device_info
+from .core.topics import valid_terminal_id
+from .entity import find_device, terminal_device_info
 from .runtime import SoulConfigEntry, async_create_runtime
 from .services import async_setup_services
+from .souls import async_start_souls, async_sync_souls, create_store, soul_id_of_device
 from .views import async_register_views
 
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
     Platform.BUTTON,
+    Platform.EVENT,
     Platform.LIGHT,
     Platform.SELECT,
     Platform.SENSOR,
@@ -64,7 +67,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
         )
     runtime = entry.runtime_data = await async_create_runtime(hass, entry)
     entry.async_on_unload(runtime.registry.subscribe(_device_sync(hass, entry)))
+    async_sync_souls(hass, entry)
+    entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    async_start_souls(hass, entry)
     # Subscribe last: retained snapshots then find every listener in place.
     await runtime.bridge.async_start()
     entry.async_on_unload(runtime.bridge.async_stop)
@@ -72,6 +78,14 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
         async_call_later(hass, STALE_DEVICE_DELAY, _stale_device_cleanup(hass, entry))
     )
     return True
+
+
+async def _async_entry_updated(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
+    """Reload when the options changed; otherwise the souls (subentries) did."""
+    if dict(entry.options) != entry.runtime_data.options:
+        hass.config_entries.async_schedule_reload(entry.entry_id)
+        return
+    async_sync_souls(hass, entry)
 
 
 def _stale_device_cleanup(
@@ -88,7 +102,9 @@ def _stale_device_cleanup(
         devices = dr.async_get(hass)
         registry = entry.runtime_data.registry
         for device in dr.async_entries_for_config_entry(devices, entry.entry_id):
-            terminal_ids = [i for d, i in device.identifiers if d == DOMAIN]
+            terminal_ids = [
+                i for d, i in device.identifiers if d == DOMAIN and valid_terminal_id(i)
+            ]
             if terminal_ids and not any(registry.get(t) for t in terminal_ids):
                 devices.async_update_device(
                     device.id, remove_config_entry_id=entry.entry_id
@@ -110,7 +126,7 @@ def _device_sync(
                 config_entry_id=entry.entry_id, **terminal_device_info(terminal)
             )
         elif change is Change.REMOVED and (
-            device := find_terminal_device(hass, entry.entry_id, terminal.terminal_id)
+            device := find_device(hass, entry.entry_id, terminal.terminal_id)
         ):
             devices.async_update_device(
                 device.id, remove_config_entry_id=entry.entry_id
@@ -120,14 +136,26 @@ def _device_sync(
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
-    """Unload the Soul hub."""
+    """Unload the Soul hub, writing the souls' state first."""
+    runtime = entry.runtime_data
+    await runtime.store.async_save(runtime.souls.dump())
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+
+
+async def async_remove_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
+    """Forget bindings and emotion states when the hub entry is deleted."""
+    await create_store(hass).async_remove()
 
 
 async def async_remove_config_entry_device(
     hass: HomeAssistant, entry: SoulConfigEntry, device: dr.DeviceEntry
 ) -> bool:
-    """Let the user delete a terminal device unless the body is connected now."""
+    """Let the user delete a terminal device unless the body is connected now.
+
+    A soul's device goes with its subentry (delete the soul instead).
+    """
+    if soul_id_of_device(device) is not None:
+        return False
     registry = entry.runtime_data.registry
     return not any(
         (terminal := registry.get(identifier)) is not None and terminal.available

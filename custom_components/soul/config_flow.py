@@ -7,9 +7,12 @@ from typing import Any
 
 from homeassistant.components import mqtt
 from homeassistant.config_entries import (
+    ConfigEntry,
     ConfigFlow,
     ConfigFlowResult,
-    OptionsFlowWithReload,
+    ConfigSubentryFlow,
+    OptionsFlow,
+    SubentryFlowResult,
 )
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.data_entry_flow import FlowHandler
@@ -17,6 +20,9 @@ from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
     TextSelector,
     TextSelectorConfig,
     TextSelectorType,
@@ -25,18 +31,27 @@ from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import voluptuous as vol
 
 from .const import (
+    CONF_EMOTION_TICK_INTERVAL,
     CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
+    CONF_MBTI_TYPE,
+    CONF_NAME,
+    CONF_PERSONA,
     CONF_TOPIC_PREFIX,
+    DEFAULT_EMOTION_TICK_INTERVAL,
     DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
     LOGGER,
+    SUBENTRY_SOUL,
     TITLE,
 )
+from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
+from .core.emotion.persona import MBTI_TYPES
 from .core.llm import LLMAuthError, LLMConnectionError
+from .core.souls import SoulError, validate_soul_fields
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .runtime import SoulConfigEntry, async_create_llm, llm_endpoint_from_config
 
@@ -61,6 +76,31 @@ SETTINGS_SCHEMA = vol.Schema(
                 mode=NumberSelectorMode.BOX,
             )
         ),
+        vol.Optional(
+            CONF_EMOTION_TICK_INTERVAL, default=DEFAULT_EMOTION_TICK_INTERVAL
+        ): NumberSelector(
+            NumberSelectorConfig(
+                min=TICK_MIN,
+                max=TICK_MAX,
+                step=0.5,
+                unit_of_measurement="s",
+                mode=NumberSelectorMode.SLIDER,
+            )
+        ),
+    }
+)
+SOUL_SCHEMA = vol.Schema(
+    {
+        vol.Required(CONF_NAME): TextSelector(),
+        vol.Required(CONF_MBTI_TYPE): SelectSelector(
+            SelectSelectorConfig(
+                options=list(MBTI_TYPES),
+                mode=SelectSelectorMode.DROPDOWN,
+                translation_key=CONF_MBTI_TYPE,
+                custom_value=True,
+            )
+        ),
+        vol.Optional(CONF_PERSONA): TextSelector(TextSelectorConfig(multiline=True)),
     }
 )
 
@@ -80,6 +120,9 @@ async def _async_validate(
     }
     settings[CONF_INVOKE_TIMEOUT] = float(
         user_input.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
+    )
+    settings[CONF_EMOTION_TICK_INTERVAL] = clamp_tick_interval(
+        user_input.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)
     )
     try:
         settings[CONF_TOPIC_PREFIX] = normalize_prefix(
@@ -168,9 +211,8 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
             "reconfigure",
             user_input,
             entry.options,
-            lambda settings: self.async_update_reload_and_abort(
-                entry, options=settings
-            ),
+            # The entry's update listener reloads it when the options changed.
+            lambda settings: self.async_update_and_abort(entry, options=settings),
         )
 
     async def async_step_mqtt(
@@ -202,9 +244,17 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
         """Return the options flow."""
         return SoulOptionsFlow()
 
+    @classmethod
+    @callback
+    def async_get_supported_subentry_types(
+        cls, config_entry: ConfigEntry
+    ) -> dict[str, type[ConfigSubentryFlow]]:
+        """Souls are subentries of the hub."""
+        return {SUBENTRY_SOUL: SoulSubentryFlow}
 
-class SoulOptionsFlow(OptionsFlowWithReload):
-    """Change the hub settings; the entry reloads when they change."""
+
+class SoulOptionsFlow(OptionsFlow):
+    """Change the hub settings; the update listener reloads the entry when they change."""
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
@@ -216,4 +266,66 @@ class SoulOptionsFlow(OptionsFlowWithReload):
             user_input,
             self.config_entry.options,
             lambda settings: self.async_create_entry(data=settings),
+        )
+
+
+def _soul_settings(
+    user_input: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Clean a soul form and return (data, errors)."""
+    data = {
+        CONF_NAME: str(user_input.get(CONF_NAME, "")).strip(),
+        CONF_MBTI_TYPE: str(user_input.get(CONF_MBTI_TYPE, "")).strip().upper(),
+    }
+    if persona := str(user_input.get(CONF_PERSONA) or "").strip():
+        data[CONF_PERSONA] = persona
+    try:
+        validate_soul_fields(data[CONF_NAME], data[CONF_MBTI_TYPE], persona)
+    except SoulError as err:
+        field = str(err).split(" ", 1)[0]
+        key = {"name": CONF_NAME, "mbti_type": CONF_MBTI_TYPE}.get(field, CONF_PERSONA)
+        return data, {key: f"invalid_{key}"}
+    return data, {}
+
+
+class SoulSubentryFlow(ConfigSubentryFlow):
+    """Add a soul (name, MBTI type, persona) or change one."""
+
+    async def async_step_user(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Ask for the new soul's name, type and persona."""
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data, errors = _soul_settings(user_input)
+            if not errors:
+                if self.context.get("user_id"):
+                    data["user_id"] = self.context["user_id"]
+                return self.async_create_entry(title=data[CONF_NAME], data=data)
+        return self.async_show_form(
+            step_id="user",
+            data_schema=self.add_suggested_values_to_schema(SOUL_SCHEMA, user_input),
+            errors=errors,
+        )
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Change a soul; its emotion then settles towards the new temperament."""
+        subentry = self._get_reconfigure_subentry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data, errors = _soul_settings(user_input)
+            if not errors:
+                if "user_id" in subentry.data:
+                    data["user_id"] = subentry.data["user_id"]
+                return self.async_update_and_abort(
+                    self._get_entry(), subentry, title=data[CONF_NAME], data=data
+                )
+        return self.async_show_form(
+            step_id="reconfigure",
+            data_schema=self.add_suggested_values_to_schema(
+                SOUL_SCHEMA, user_input if user_input is not None else subentry.data
+            ),
+            errors=errors,
         )

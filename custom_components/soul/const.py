@@ -21,3 +21,18 @@ CONF_INVOKE_TIMEOUT: Final = "invoke_timeout"
 
 DEFAULT_TOPIC_PREFIX: Final = DEFAULT_PREFIX
 DEFAULT_INVOKE_TIMEOUT: Final = DEFAULT_TIMEOUT
+
+CONF_EMOTION_TICK_INTERVAL: Final = "emotion_tick_interval"
+DEFAULT_EMOTION_TICK_INTERVAL: Final = 3.0
+
+SUBENTRY_SOUL: Final = "soul"
+CONF_NAME: Final = "name"
+CONF_MBTI_TYPE: Final = "mbti_type"
+CONF_PERSONA: Final = "persona"
+CONF_USER_ID: Final = "user_id"
+
+# Home Assistant events (automations can listen to them).
+EVENT_EMOTION_UPDATE: Final = "soul_emotion_update"
+EVENT_USER_EMOTION: Final = "soul_user_emotion"
+EVENT_MOOD_CHANGED: Final = "soul_mood_changed"
+EVENT_EXEC_MODE_CHANGED: Final = "soul_exec_mode_changed"

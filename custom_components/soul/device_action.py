@@ -12,7 +12,12 @@ import voluptuous as vol
 
 from .const import DOMAIN
 from .core.protocol import Skill
-from .services import async_invoke_or_raise, loaded_entry, terminal_id_of_device
+from .services import (
+    async_invoke_or_raise,
+    find_terminal_id,
+    loaded_entry,
+    terminal_id_of_device,
+)
 
 ACTION_TYPE = "invoke_skill"
 CONF_SUBTYPE = "subtype"  # the skill's name
@@ -52,10 +57,10 @@ def fields_schema(skill: Skill) -> vol.Schema:
 async def async_get_actions(
     hass: HomeAssistant, device_id: str
 ) -> list[dict[str, str]]:
-    """List one action per skill of the device's body."""
-    terminal = loaded_entry(hass).runtime_data.registry.get(
-        terminal_id_of_device(hass, device_id)
-    )
+    """List one action per skill of the device's body (none for a soul's device)."""
+    if (terminal_id := find_terminal_id(hass, device_id)) is None:
+        return []
+    terminal = loaded_entry(hass).runtime_data.registry.get(terminal_id)
     if terminal is None or terminal.skills is None:
         return []
     return [

@@ -55,4 +55,19 @@ async def async_get_config_entry_diagnostics(
             }
             for t in runtime.registry
         ],
+        # Persona texts are the owner's prose: only whether one is set.
+        "souls": [
+            {
+                "soul_id": soul.soul_id,
+                "mbti_type": soul.mbti,
+                "persona_set": bool(soul.persona_text),
+                "baseline": list(soul.persona.baseline),
+                "terminal_ids": runtime.souls.terminals_of(soul.soul_id),
+                "emotion": None
+                if (snapshot := runtime.souls.snapshot(soul.soul_id)) is None
+                else snapshot.as_dict(),
+            }
+            for soul in runtime.souls.souls.values()
+        ],
+        "bindings": dict(runtime.souls.bindings()),
     }

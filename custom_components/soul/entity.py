@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
@@ -14,6 +16,7 @@ from .const import DOMAIN, TITLE
 from .core.protocol import InvokeResult, Skill
 from .core.registry import Change, Terminal
 from .core.skill_profiles import Profile, profile
+from .core.souls import EmotionSnapshot, Soul, SoulEvent
 from .runtime import SoulConfigEntry
 from .services import async_invoke_or_raise
 
@@ -57,12 +60,13 @@ def terminal_device_info(terminal: Terminal) -> DeviceInfo:
     return info
 
 
-def find_terminal_device(
-    hass: HomeAssistant, entry_id: str, terminal_id: str
+def find_device(
+    hass: HomeAssistant, entry_id: str, identifier: str
 ) -> dr.DeviceEntry | None:
-    """Return the device of a terminal in the hub entry.
+    """Return the hub entry's device with identifier ``(DOMAIN, identifier)``.
 
-    (Newer Home Assistant deprecates ``async_get_device`` by identifiers alone.)
+    A terminal's identifier is its id, a soul's ``soul/<soul_id>``. (Newer Home
+    Assistant deprecates ``async_get_device`` by identifiers alone.)
     """
     return next(
         (
@@ -70,7 +74,7 @@ def find_terminal_device(
             for device in dr.async_entries_for_config_entry(
                 dr.async_get(hass), entry_id
             )
-            if (DOMAIN, terminal_id) in device.identifiers
+            if (DOMAIN, identifier) in device.identifiers
         ),
         None,
     )
@@ -211,3 +215,80 @@ def async_setup_terminal_entities(
     for terminal in registry:
         sync(terminal)
     entry.async_on_unload(registry.subscribe(changed))
+
+
+class SoulDeviceEntity(Entity):
+    """An entity of one soul (a ``soul`` subentry), following its emotion."""
+
+    _attr_has_entity_name = True
+    _attr_should_poll = False
+
+    def __init__(self, entry: SoulConfigEntry, soul: Soul, key: str) -> None:
+        """Attach the entity to the soul's device; ``key`` names it."""
+        from .souls import soul_device_info  # noqa: PLC0415
+
+        self.entry = entry
+        self.soul_id = soul.soul_id
+        self._attr_translation_key = key
+        self._attr_unique_id = f"{soul.soul_id}-{key}"
+        self._attr_device_info = soul_device_info(soul)
+
+    @property
+    def snapshot(self) -> EmotionSnapshot | None:
+        """Return the soul's current emotion."""
+        return self.entry.runtime_data.souls.snapshot(self.soul_id)
+
+    @property
+    def available(self) -> bool:
+        """Return whether the soul still exists."""
+        return self.snapshot is not None
+
+    def _state_key(self) -> Any:
+        """Return what the entity shows; the state is written when it changes."""
+        return self.snapshot
+
+    async def async_added_to_hass(self) -> None:
+        """Follow the soul's emotion."""
+        self._shown = self._state_key()
+        self.async_on_remove(
+            self.entry.runtime_data.souls.subscribe(self._async_soul_event)
+        )
+
+    @callback
+    def _async_soul_event(self, event: SoulEvent) -> None:
+        if event.soul_id != self.soul_id:
+            return
+        if (shown := self._state_key()) != self._shown:
+            self._shown = shown
+            self.async_write_ha_state()
+
+
+@callback
+def async_setup_soul_entities(
+    hass: HomeAssistant,
+    entry: SoulConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+    build: Callable[[SoulConfigEntry, Soul], Iterable[SoulDeviceEntity]],
+) -> None:
+    """Add ``build``'s entities for every soul now and whenever a soul is added.
+
+    Each soul's entities belong to its subentry, so deleting the soul removes
+    its device and entities.
+    """
+    from .souls import signal_souls_changed  # noqa: PLC0415
+
+    added: set[str] = set()
+
+    @callback
+    def sync() -> None:
+        souls = entry.runtime_data.souls.souls
+        for soul_id, soul in souls.items():
+            if soul_id not in added:
+                added.add(soul_id)
+                async_add_entities(build(entry, soul), config_subentry_id=soul_id)
+        added.intersection_update(souls)
+
+    sync()
+    entry.async_on_unload(
+        async_dispatcher_connect(hass, signal_souls_changed(entry.entry_id), sync)
+    )

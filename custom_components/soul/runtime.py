@@ -23,9 +23,12 @@ from .const import (
 from .core.invoker import Invoker
 from .core.llm import LLMEndpoint, OpenAICompatibleLLM
 from .core.registry import TerminalRegistry
+from .core.souls import SoulHub
 from .core.topics import Topics
 
 if TYPE_CHECKING:
+    from homeassistant.helpers.storage import Store
+
     from .mqtt_bridge import MqttBridge
 
 
@@ -38,6 +41,10 @@ class SoulRuntime:
     registry: TerminalRegistry
     invoker: Invoker
     bridge: MqttBridge
+    souls: SoulHub
+    store: Store[dict[str, Any]]
+    # The options the runtime was built from: other changes need no reload.
+    options: dict[str, Any]
 
     @property
     def topic_prefix(self) -> str:
@@ -73,6 +80,7 @@ async def async_create_runtime(
 ) -> SoulRuntime:
     """Build the runtime objects of a hub entry from its options."""
     from .mqtt_bridge import MqttBridge  # noqa: PLC0415
+    from .souls import SAVE_DELAY, create_store, now_timestamp  # noqa: PLC0415
 
     llm = None
     if endpoint := llm_endpoint_from_config(entry.options):
@@ -87,6 +95,42 @@ async def async_create_runtime(
         timeout=entry.options.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT),
     )
     bridge.invoker = invoker
+    store = create_store(hass)
+
+    def is_online(terminal_id: str) -> bool:
+        terminal = registry.get(terminal_id)
+        return terminal is not None and terminal.available
+
+    save_pending = False
+
+    def data_to_save() -> dict[str, Any]:
+        nonlocal save_pending
+        save_pending = False
+        return souls.dump()
+
+    def schedule_save() -> None:
+        # The hub is dirty after every tick; re-arming the delay each time
+        # would postpone the write forever, so arm it only when idle.
+        nonlocal save_pending
+        if not save_pending:
+            save_pending = True
+            store.async_delay_save(data_to_save, SAVE_DELAY)
+
+    souls = SoulHub(
+        topics,
+        bridge.async_publish,
+        clock=now_timestamp,
+        is_online=is_online,
+        on_dirty=schedule_save,
+    )
+    souls.load(await store.async_load())
     return SoulRuntime(
-        topics=topics, llm=llm, registry=registry, invoker=invoker, bridge=bridge
+        topics=topics,
+        llm=llm,
+        registry=registry,
+        invoker=invoker,
+        bridge=bridge,
+        souls=souls,
+        store=store,
+        options=dict(entry.options),
     )

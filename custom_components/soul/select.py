@@ -1,15 +1,22 @@
-"""A select for every skill whose single required argument is an enum."""
+"""Selects: the soul of each terminal, and every skill whose single required argument is an enum."""
 
 from __future__ import annotations
 
 from homeassistant.components.select import SelectEntity
+from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.protocol import Skill
 from .core.registry import Terminal
 from .core.skill_profiles import Profile, select_profile
-from .entity import SkillEntity, async_setup_terminal_entities, skill_entities
+from .core.souls import Soul
+from .entity import (
+    SkillEntity,
+    TerminalEntity,
+    async_setup_terminal_entities,
+    skill_entities,
+)
 from .runtime import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
@@ -44,16 +51,76 @@ class SkillSelect(SkillEntity, SelectEntity):
         self.async_write_ha_state()
 
 
+def soul_labels(souls: list[Soul]) -> dict[str, str]:
+    """Return option label → soul id; names shared by several souls get their id."""
+    names = [soul.name for soul in souls]
+    return {
+        (
+            soul.name
+            if names.count(soul.name) == 1
+            else f"{soul.name} ({soul.soul_id})"
+        ): (soul.soul_id)
+        for soul in souls
+    }
+
+
+class TerminalSoulSelect(TerminalEntity, SelectEntity):
+    """The soul a body is bound to; choosing one binds it."""
+
+    _attr_translation_key = "soul"
+    _attr_entity_category = EntityCategory.CONFIG
+
+    def __init__(self, entry: SoulConfigEntry, terminal: Terminal) -> None:
+        """Create the soul select of ``terminal``."""
+        super().__init__(entry, terminal, "soul")
+
+    @property
+    def available(self) -> bool:
+        """Return True: a body can be bound while it is offline."""
+        return self.terminal is not None
+
+    def _labels(self) -> dict[str, str]:
+        return soul_labels(list(self.entry.runtime_data.souls.souls.values()))
+
+    @property
+    def options(self) -> list[str]:
+        """Return the souls by name."""
+        return list(self._labels())
+
+    @property
+    def current_option(self) -> str | None:
+        """Return the bound soul."""
+        bound = self.entry.runtime_data.souls.bindings().get(self.terminal_id)
+        return next(
+            (label for label, sid in self._labels().items() if sid == bound), None
+        )
+
+    async def async_added_to_hass(self) -> None:
+        """Follow the terminal, the souls and the bindings."""
+        await super().async_added_to_hass()
+        self.async_on_remove(
+            self.entry.runtime_data.souls.subscribe_bindings(self.async_write_ha_state)
+        )
+
+    async def async_select_option(self, option: str) -> None:
+        """Bind the body to the chosen soul."""
+        self.entry.runtime_data.souls.bind(self.terminal_id, self._labels()[option])
+
+
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add the skill selects of every terminal."""
+    """Add the soul select and the skill selects of every terminal."""
+    skill_selects = skill_entities(SkillSelect, Profile.SELECT)
     async_setup_terminal_entities(
         hass,
         entry,
         async_add_entities,
-        skill_entities(SkillSelect, Profile.SELECT),
+        lambda entry, terminal: [
+            TerminalSoulSelect(entry, terminal),
+            *skill_selects(entry, terminal),
+        ],
         "select",
     )

@@ -1,7 +1,9 @@
-"""Diagnostic sensors of each terminal.
+"""Sensors: each soul's emotion, and diagnostic values of each terminal.
 
-Skill and catalog versions, last heartbeat, and the intent filter's last
-decision on the terminal's commands (never the command text itself).
+A soul shows pleasure, arousal and dominance (−1…1), its mood (the PAD
+octant), its execution probability (%) and execution mode. A terminal shows
+skill and catalog versions, last heartbeat, and the intent filter's last
+decision on its commands (never the command text itself).
 """
 
 from __future__ import annotations
@@ -15,13 +17,21 @@ from homeassistant.components.sensor import (
     SensorDeviceClass,
     SensorEntity,
     SensorEntityDescription,
+    SensorStateClass,
 )
-from homeassistant.const import EntityCategory
+from homeassistant.const import PERCENTAGE, EntityCategory
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .core.emotion.dynamics import ExecMode, Mood
 from .core.registry import Change, Terminal
-from .entity import TerminalEntity, async_setup_terminal_entities
+from .core.souls import EmotionSnapshot, Soul
+from .entity import (
+    SoulDeviceEntity,
+    TerminalEntity,
+    async_setup_soul_entities,
+    async_setup_terminal_entities,
+)
 from .runtime import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
@@ -85,6 +95,75 @@ SENSORS: tuple[TerminalSensorDescription, ...] = (
 )
 
 
+@dataclass(frozen=True, kw_only=True)
+class SoulSensorDescription(SensorEntityDescription):
+    """A soul sensor: how to read its value from the soul's emotion."""
+
+    value_fn: Callable[[EmotionSnapshot], float | str]
+
+
+def _pad_sensor(key: str) -> SoulSensorDescription:
+    return SoulSensorDescription(
+        key=key,
+        translation_key=key,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=2,
+        # Shown to two decimals; the state changes only when those change.
+        value_fn=lambda s: round(getattr(s, key[0]), 2),
+    )
+
+
+SOUL_SENSORS: tuple[SoulSensorDescription, ...] = (
+    _pad_sensor("pleasure"),
+    _pad_sensor("arousal"),
+    _pad_sensor("dominance"),
+    SoulSensorDescription(
+        key="mood",
+        translation_key="mood",
+        device_class=SensorDeviceClass.ENUM,
+        options=[m.value for m in Mood],
+        value_fn=lambda s: s.mood.value,
+    ),
+    SoulSensorDescription(
+        key="exec_probability",
+        translation_key="exec_probability",
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        suggested_display_precision=0,
+        value_fn=lambda s: round(s.exec_probability * 100),
+    ),
+    SoulSensorDescription(
+        key="exec_mode",
+        translation_key="exec_mode",
+        device_class=SensorDeviceClass.ENUM,
+        options=[m.value for m in ExecMode],
+        value_fn=lambda s: s.exec_mode.value,
+    ),
+)
+
+
+class SoulSensor(SoulDeviceEntity, SensorEntity):
+    """One dimension of a soul's emotion."""
+
+    entity_description: SoulSensorDescription
+
+    def __init__(
+        self, entry: SoulConfigEntry, soul: Soul, description: SoulSensorDescription
+    ) -> None:
+        """Create the sensor ``description`` of ``soul``."""
+        super().__init__(entry, soul, description.key)
+        self.entity_description = description
+
+    def _state_key(self) -> Any:
+        snapshot = self.snapshot
+        return None if snapshot is None else self.entity_description.value_fn(snapshot)
+
+    @property
+    def native_value(self) -> float | str | None:
+        """Return the value from the soul's current emotion."""
+        return self._state_key()
+
+
 class TerminalSensor(TerminalEntity, SensorEntity):
     """A diagnostic value of a terminal."""
 
@@ -121,7 +200,13 @@ async def async_setup_entry(
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add the diagnostic sensors per terminal."""
+    """Add the emotion sensors per soul and the diagnostic sensors per terminal."""
+    async_setup_soul_entities(
+        hass,
+        entry,
+        async_add_entities,
+        lambda entry, soul: [SoulSensor(entry, soul, d) for d in SOUL_SENSORS],
+    )
     async_setup_terminal_entities(
         hass,
         entry,

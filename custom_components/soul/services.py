@@ -1,4 +1,4 @@
-"""The ``soul.invoke_skill`` action and the invocation helper entities share."""
+"""Soul's actions (``invoke_skill``, ``create_soul``, ``select_soul``) and their helpers."""
 
 from __future__ import annotations
 
@@ -17,14 +17,20 @@ from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import config_validation as cv, device_registry as dr
 import voluptuous as vol
 
-from .const import DOMAIN
+from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
 from .core.invoker import TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
+from .core.souls import Soul, SoulError, SoulHub, validate_soul_fields
+from .core.topics import valid_terminal_id
 from .runtime import SoulConfigEntry
 
 SERVICE_INVOKE_SKILL = "invoke_skill"
+SERVICE_CREATE_SOUL = "create_soul"
+SERVICE_SELECT_SOUL = "select_soul"
 ATTR_SKILL = "skill"
 ATTR_ARGUMENTS = "arguments"
+ATTR_SOUL_ID = "soul_id"
+ATTR_TERMINAL_ID = "terminal_id"
 
 INVOKE_SKILL_SCHEMA = vol.Schema(
     {
@@ -33,6 +39,26 @@ INVOKE_SKILL_SCHEMA = vol.Schema(
         vol.Optional(ATTR_ARGUMENTS, default=dict): vol.Any(dict, None),
     },
     extra=vol.ALLOW_EXTRA,
+)
+
+
+CREATE_SOUL_SCHEMA = vol.Schema(
+    {
+        vol.Required(CONF_NAME): cv.string,
+        vol.Required(CONF_MBTI_TYPE): cv.string,
+        vol.Optional(CONF_PERSONA): cv.string,
+        vol.Optional(CONF_USER_ID): cv.string,
+    }
+)
+SELECT_SOUL_SCHEMA = vol.All(
+    vol.Schema(
+        {
+            vol.Required(ATTR_SOUL_ID): cv.string,
+            vol.Exclusive(ATTR_DEVICE_ID, "terminal"): cv.string,
+            vol.Exclusive(ATTR_TERMINAL_ID, "terminal"): cv.string,
+        }
+    ),
+    cv.has_at_least_one_key(ATTR_DEVICE_ID, ATTR_TERMINAL_ID),
 )
 
 
@@ -53,13 +79,20 @@ def loaded_entry(hass: HomeAssistant) -> SoulConfigEntry:
     )
 
 
-def terminal_id_of_device(hass: HomeAssistant, device_id: str) -> str:
-    """Return the terminal id behind a device, or raise."""
+def find_terminal_id(hass: HomeAssistant, device_id: str) -> str | None:
+    """Return the terminal id behind a device, or None (other or soul devices)."""
     device = dr.async_get(hass).async_get(device_id)
     if device is not None:
         for domain, identifier in device.identifiers:
-            if domain == DOMAIN:
+            if domain == DOMAIN and valid_terminal_id(identifier):
                 return identifier
+    return None
+
+
+def terminal_id_of_device(hass: HomeAssistant, device_id: str) -> str:
+    """Return the terminal id behind a device, or raise."""
+    if (terminal_id := find_terminal_id(hass, device_id)) is not None:
+        return terminal_id
     raise ServiceValidationError(
         translation_domain=DOMAIN,
         translation_key="not_a_terminal",
@@ -136,6 +169,68 @@ async def _async_invoke_skill(call: ServiceCall) -> ServiceResponse:
     }
 
 
+def find_soul(hub: SoulHub, key: str) -> Soul | None:
+    """Return the soul with this id, or else the only soul with this name."""
+    if (soul := hub.soul(key)) is not None:
+        return soul
+    named = [s for s in hub.souls.values() if s.name.casefold() == key.casefold()]
+    return named[0] if len(named) == 1 else None
+
+
+async def _async_create_soul(call: ServiceCall) -> ServiceResponse:
+    from .souls import async_add_soul, soul_as_dict  # noqa: PLC0415
+
+    entry = loaded_entry(call.hass)
+    data = call.data
+    try:
+        validate_soul_fields(
+            data[CONF_NAME], data[CONF_MBTI_TYPE], data.get(CONF_PERSONA)
+        )
+    except SoulError as err:
+        raise ServiceValidationError(
+            str(err),
+            translation_domain=DOMAIN,
+            translation_key="invalid_soul",
+            translation_placeholders={"error": str(err)},
+        ) from err
+    soul = async_add_soul(
+        call.hass,
+        entry,
+        name=data[CONF_NAME],
+        mbti=data[CONF_MBTI_TYPE],
+        persona=data.get(CONF_PERSONA),
+        user_id=data.get(CONF_USER_ID) or call.context.user_id,
+    )
+    return soul_as_dict(entry.runtime_data.souls, soul)
+
+
+async def _async_select_soul(call: ServiceCall) -> ServiceResponse:
+    from .souls import soul_as_dict  # noqa: PLC0415
+
+    entry = loaded_entry(call.hass)
+    hub = entry.runtime_data.souls
+    if ATTR_DEVICE_ID in call.data:
+        terminal_id = terminal_id_of_device(call.hass, call.data[ATTR_DEVICE_ID])
+    else:
+        terminal_id = call.data[ATTR_TERMINAL_ID]
+    if (soul := find_soul(hub, call.data[ATTR_SOUL_ID])) is None:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="unknown_soul",
+            translation_placeholders={"soul": call.data[ATTR_SOUL_ID]},
+        )
+    try:
+        hub.bind(terminal_id, soul.soul_id)
+    except SoulError as err:
+        raise ServiceValidationError(
+            str(err),
+            translation_domain=DOMAIN,
+            translation_key="invalid_terminal",
+            translation_placeholders={"terminal": terminal_id},
+        ) from err
+    return {"terminal_id": terminal_id, "soul": soul_as_dict(hub, soul)}
+
+
 @callback
 def async_setup_services(hass: HomeAssistant) -> None:
     """Register Soul's actions."""
@@ -144,5 +239,19 @@ def async_setup_services(hass: HomeAssistant) -> None:
         SERVICE_INVOKE_SKILL,
         _async_invoke_skill,
         schema=INVOKE_SKILL_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_CREATE_SOUL,
+        _async_create_soul,
+        schema=CREATE_SOUL_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_SELECT_SOUL,
+        _async_select_soul,
+        schema=SELECT_SOUL_SCHEMA,
         supports_response=SupportsResponse.OPTIONAL,
     )

@@ -146,6 +146,7 @@ def test_shock_blocks_for_cooldown_and_positive_input_shortens_it() -> None:
     assert is_shock(Emotion.ANGER, 0.9)
     assert not is_shock(Emotion.ANGER, 0.3)
     assert not is_shock(Emotion.JOY, 1.0)
+    assert not is_shock(Emotion.SADNESS, 1.0)  # grief is not an attack
     state = initial_state(ENFP, T0)
     shocked = apply_user_emotion(state, ENFP, Emotion.FEAR, 1.0, T0)
     assert shocked.shock_until == pytest.approx(T0 + ENFP.shock_cooldown)

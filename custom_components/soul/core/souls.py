@@ -134,6 +134,16 @@ class EmotionSnapshot:
         """Return §3.8's ``soul_emotion`` object."""
         return {"p": self.p, "a": self.a, "d": self.d}
 
+    def as_dict(self) -> dict[str, Any]:
+        """Return the snapshot for APIs and diagnostics."""
+        return {
+            **self.soul_emotion(),
+            "mood": self.mood.value,
+            "exec_probability": self.exec_probability,
+            "exec_mode": self.exec_mode.value,
+            "shocked": self.shocked,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class SoulEvent:
@@ -192,6 +202,7 @@ class SoulHub:
         self._bindings: dict[str, str] = {}
         self._seen: set[str] = set()
         self._listeners: list[Callable[[SoulEvent], None]] = []
+        self._binding_listeners: list[Callable[[], None]] = []
         self._last: dict[str, EmotionSnapshot] = {}
 
     # -- storage -----------------------------------------------------------
@@ -247,6 +258,7 @@ class SoulHub:
                 else evolve(stored, soul.persona, now)
             )
         self._souls = fresh
+        self._call(self._binding_listeners)
         before = len(self._bindings)
         self._bindings = {t: s for t, s in self._bindings.items() if s in fresh}
         if len(self._bindings) != before:
@@ -286,6 +298,20 @@ class SoulHub:
         self._bindings[terminal_id] = soul_id
         self._seen.add(terminal_id)
         self._on_dirty()
+        self._call(self._binding_listeners)
+
+    def subscribe_bindings(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` when the souls or the bindings change."""
+        self._binding_listeners.append(listener)
+        return lambda: self._binding_listeners.remove(listener)
+
+    @staticmethod
+    def _call(listeners: list[Callable[[], None]]) -> None:
+        for listener in list(listeners):
+            try:
+                listener()
+            except Exception:
+                _LOGGER.exception("Error in a soul binding listener")
 
     def first_connection(
         self, terminal_id: str, hint: str | None

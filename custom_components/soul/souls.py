@@ -1,0 +1,312 @@
+"""Souls in Home Assistant: config subentries, soul devices, events and the tick.
+
+The core ``SoulHub`` owns bindings and emotion; this module feeds it the
+``soul`` subentries of the hub entry, stores its data (a debounced ``Store``),
+runs the emotion tick, applies a body's ``soul_hint`` on its first
+connection, and turns hub events into Home Assistant events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any
+
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.device_registry import DeviceInfo
+from homeassistant.helpers.dispatcher import async_dispatcher_send
+from homeassistant.helpers.event import async_track_time_interval
+from homeassistant.helpers.storage import Store
+from homeassistant.util import dt as dt_util
+
+from .const import (
+    CONF_EMOTION_TICK_INTERVAL,
+    CONF_MBTI_TYPE,
+    CONF_NAME,
+    CONF_PERSONA,
+    CONF_USER_ID,
+    DEFAULT_EMOTION_TICK_INTERVAL,
+    DOMAIN,
+    EVENT_EMOTION_UPDATE,
+    EVENT_EXEC_MODE_CHANGED,
+    EVENT_MOOD_CHANGED,
+    EVENT_USER_EMOTION,
+    LOGGER,
+    SUBENTRY_SOUL,
+    TITLE,
+)
+from .core.emotion.dynamics import ExecMode, clamp_tick_interval
+from .core.emotion.labels import group_of
+from .core.emotion.persona import normalize_mbti
+from .core.registry import Change, Terminal
+from .core.souls import STORAGE_VERSION, Soul, SoulError, SoulEvent, SoulHub
+from .entity import find_device
+from .runtime import SoulConfigEntry
+
+STORAGE_KEY = f"{DOMAIN}.souls"
+SAVE_DELAY = 10
+SOUL_IDENTIFIER_PREFIX = "soul/"  # "/" never occurs in a terminal id
+
+
+def signal_souls_changed(entry_id: str) -> str:
+    """Return the dispatcher signal sent after the set of souls changed."""
+    return f"{DOMAIN}_{entry_id}_souls_changed"
+
+
+def soul_identifier(soul_id: str) -> tuple[str, str]:
+    """Return the device identifier of a soul."""
+    return (DOMAIN, f"{SOUL_IDENTIFIER_PREFIX}{soul_id}")
+
+
+def soul_id_of_device(device: dr.DeviceEntry) -> str | None:
+    """Return the soul id behind a device, or None for other devices."""
+    for domain, identifier in device.identifiers:
+        if domain == DOMAIN and identifier.startswith(SOUL_IDENTIFIER_PREFIX):
+            return identifier.removeprefix(SOUL_IDENTIFIER_PREFIX)
+    return None
+
+
+def soul_device_info(soul: Soul) -> DeviceInfo:
+    """Return the device that stands for a soul."""
+    return DeviceInfo(
+        identifiers={soul_identifier(soul.soul_id)},
+        name=soul.name,
+        manufacturer=TITLE,
+        model=soul.mbti,
+        entry_type=dr.DeviceEntryType.SERVICE,
+    )
+
+
+def souls_of_entry(entry: SoulConfigEntry) -> list[Soul]:
+    """Return the souls of the hub's ``soul`` subentries (malformed ones skipped)."""
+    souls = []
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type != SUBENTRY_SOUL:
+            continue
+        data = subentry.data
+        try:
+            souls.append(
+                Soul(
+                    soul_id=subentry.subentry_id,
+                    name=data.get(CONF_NAME) or subentry.title,
+                    mbti=normalize_mbti(data.get(CONF_MBTI_TYPE)),
+                    persona_text=data.get(CONF_PERSONA) or "",
+                    user_id=data.get(CONF_USER_ID),
+                )
+            )
+        except ValueError as err:
+            LOGGER.warning("Ignored soul %s: %s", subentry.title, err)
+    return souls
+
+
+def soul_data(
+    name: str, mbti: str, persona: str | None = None, user_id: str | None = None
+) -> dict[str, Any]:
+    """Return the subentry data of a soul (fields validated by the caller)."""
+    data: dict[str, Any] = {
+        CONF_NAME: name.strip(),
+        CONF_MBTI_TYPE: normalize_mbti(mbti),
+    }
+    if persona and persona.strip():
+        data[CONF_PERSONA] = persona.strip()
+    if user_id:
+        data[CONF_USER_ID] = user_id
+    return data
+
+
+@callback
+def async_sync_souls(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
+    """Hand the current subentries to the hub and refresh the soul devices."""
+    hub = entry.runtime_data.souls
+    souls = souls_of_entry(entry)
+    hub.set_souls(souls)
+    devices = dr.async_get(hass)
+    for soul in souls:
+        info = soul_device_info(soul)
+        device = find_device(hass, entry.entry_id, soul_identifier(soul.soul_id)[1])
+        if device is not None and (device.name, device.model) != (
+            info["name"],
+            info["model"],
+        ):
+            devices.async_update_device(
+                device.id, name=info["name"], model=info["model"]
+            )
+    async_dispatcher_send(hass, signal_souls_changed(entry.entry_id))
+
+
+@callback
+def async_add_soul(
+    hass: HomeAssistant,
+    entry: SoulConfigEntry,
+    *,
+    name: str,
+    mbti: str,
+    persona: str | None = None,
+    user_id: str | None = None,
+) -> Soul:
+    """Create a soul subentry now and return the soul (fields already validated)."""
+    data = soul_data(name, mbti, persona, user_id)
+    subentry = ConfigSubentry(
+        data=MappingProxyType(data),
+        subentry_type=SUBENTRY_SOUL,
+        title=data[CONF_NAME],
+        unique_id=None,
+    )
+    hass.config_entries.async_add_subentry(entry, subentry)
+    # The update listener runs later; sync now so the soul can be bound at once.
+    async_sync_souls(hass, entry)
+    soul = entry.runtime_data.souls.soul(subentry.subentry_id)
+    if soul is None:  # the data was validated; this would be a bug
+        raise SoulError(f"could not create soul {name!r}")
+    return soul
+
+
+def soul_as_dict(hub: SoulHub, soul: Soul) -> dict[str, Any]:
+    """Return a soul for the HTTP API and action responses."""
+    snapshot = hub.snapshot(soul.soul_id)
+    return {
+        "soul_id": soul.soul_id,
+        "name": soul.name,
+        "mbti_type": soul.mbti,
+        "persona": soul.persona_text,
+        "user_id": soul.user_id,
+        "terminal_ids": hub.terminals_of(soul.soul_id),
+        "baseline": dict(zip("pad", soul.persona.baseline, strict=True)),
+        "emotion": None if snapshot is None else snapshot.as_dict(),
+    }
+
+
+def create_store(hass: HomeAssistant) -> Store[dict[str, Any]]:
+    """Return the store of bindings and emotion states."""
+    return Store(hass, STORAGE_VERSION, STORAGE_KEY)
+
+
+def tick_interval(entry: SoulConfigEntry) -> float:
+    """Return the configured emotion tick interval, clamped to 2–5 s."""
+    return clamp_tick_interval(
+        entry.options.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)
+    )
+
+
+@callback
+def async_start_souls(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
+    """Start the tick, the soul_hint handling and the Home Assistant events."""
+    runtime = entry.runtime_data
+    hub = runtime.souls
+
+    @callback
+    def tick(_now: Any) -> None:
+        entry.async_create_background_task(hass, hub.tick(), "soul emotion tick")
+
+    entry.async_on_unload(
+        async_track_time_interval(
+            hass,
+            tick,
+            timedelta(seconds=tick_interval(entry)),
+            name="soul emotion tick",
+            cancel_on_shutdown=True,
+        )
+    )
+    entry.async_on_unload(runtime.registry.subscribe(_hint_listener(hass, entry)))
+    entry.async_on_unload(hub.subscribe(_event_forwarder(hass, entry)))
+
+
+def _hint_listener(
+    hass: HomeAssistant, entry: SoulConfigEntry
+) -> Callable[[Terminal, Change], None]:
+    """Return the listener that applies ``soul_hint`` when a body first connects."""
+
+    @callback
+    def changed(terminal: Terminal, change: Change) -> None:
+        if change not in (Change.ADDED, Change.UPDATED) or terminal.skills is None:
+            return
+        hub = entry.runtime_data.souls
+        decision = hub.first_connection(terminal.terminal_id, terminal.skills.soul_hint)
+        if decision is None:
+            return
+        try:
+            soul_id = decision.soul_id
+            if soul_id is None:
+                soul_id = async_add_soul(
+                    hass, entry, name=decision.name or "", mbti=decision.mbti or ""
+                ).soul_id
+                LOGGER.info(
+                    "Created soul %s (%s) for body %s from its soul_hint",
+                    decision.name,
+                    decision.mbti,
+                    terminal.terminal_id,
+                )
+            hub.bind(terminal.terminal_id, soul_id)
+        except SoulError as err:
+            LOGGER.warning(
+                "Could not apply the soul_hint of %s: %s", terminal.terminal_id, err
+            )
+
+    return changed
+
+
+def _event_forwarder(
+    hass: HomeAssistant, entry: SoulConfigEntry
+) -> Callable[[SoulEvent], None]:
+    """Return the listener that fires Soul's Home Assistant events."""
+
+    @callback
+    def forward(event: SoulEvent) -> None:
+        for payload in event.published:
+            hass.bus.async_fire(EVENT_EMOTION_UPDATE, payload)
+        soul_device = find_device(
+            hass, entry.entry_id, soul_identifier(event.soul_id)[1]
+        )
+        soul_device_id = soul_device.id if soul_device else None
+        if event.terminal_id is not None and event.user_emotion is not None:
+            terminal_device = find_device(hass, entry.entry_id, event.terminal_id)
+            emotion = event.user_emotion
+            hass.bus.async_fire(
+                EVENT_USER_EMOTION,
+                {
+                    "device_id": terminal_device.id if terminal_device else None,
+                    "terminal_id": event.terminal_id,
+                    "soul_id": event.soul_id,
+                    "emotion": emotion.get("emotion"),
+                    "group": group_of(str(emotion.get("emotion"))),
+                    "intensity": emotion.get("intensity"),
+                    "p": emotion.get("p"),
+                    "a": emotion.get("a"),
+                    "d": emotion.get("d"),
+                },
+            )
+        previous, now = event.previous, event.snapshot
+        if previous is None:
+            return
+        if previous.mood is not now.mood:
+            hass.bus.async_fire(
+                EVENT_MOOD_CHANGED,
+                {
+                    "device_id": soul_device_id,
+                    "soul_id": event.soul_id,
+                    "mood": now.mood.value,
+                    "previous_mood": previous.mood.value,
+                },
+            )
+        if previous.exec_mode is not now.exec_mode:
+            hass.bus.async_fire(
+                EVENT_EXEC_MODE_CHANGED,
+                {
+                    "device_id": soul_device_id,
+                    "soul_id": event.soul_id,
+                    "exec_mode": now.exec_mode.value,
+                    "previous_exec_mode": previous.exec_mode.value,
+                    "blocked": now.exec_mode is ExecMode.BLOCKED,
+                    "was_blocked": previous.exec_mode is ExecMode.BLOCKED,
+                },
+            )
+
+    return forward
+
+
+def now_timestamp() -> float:
+    """Return the time for the core (Home Assistant's clock, patched in tests)."""
+    return dt_util.utcnow().timestamp()
