@@ -143,7 +143,8 @@ def test_user_emotion_pulls_towards_prototype() -> None:
 
 
 def test_shock_blocks_for_cooldown_and_positive_input_shortens_it() -> None:
-    assert is_shock(Emotion.ANGER, 0.9)
+    assert is_shock(Emotion.ANGER, 1.0)
+    assert not is_shock(Emotion.ANGER, 0.9)  # plain "我生气了": strong, not extreme
     assert not is_shock(Emotion.ANGER, 0.3)
     assert not is_shock(Emotion.JOY, 1.0)
     assert not is_shock(Emotion.SADNESS, 1.0)  # grief is not an attack

@@ -45,10 +45,10 @@ class Env:
         self.events: list[SoulEvent] = []
         self.recognized = recognized or {
             "emotion": "anger",
-            "p": -0.46,
-            "a": 0.53,
-            "d": 0.23,
-            "intensity": 0.9,
+            "p": -0.51,
+            "a": 0.59,
+            "d": 0.25,
+            "intensity": 1.0,
         }
         self.texts: list[str] = []
         self.hub = SoulHub(

@@ -32,7 +32,8 @@ NEGATIVITY_BIAS = 1.5
 MAX_IMPACT = 0.8
 BOREDOM_MAX = 0.6
 BOREDOM_RAMP = 1200.0
-SHOCK_PLEASURE = -0.42  # prototype pleasure × intensity at or below this shocks
+SHOCK_PLEASURE = -0.42  # prototype pleasure × intensity at or below this shocks …
+SHOCK_INTENSITY = 0.95  # … when the input is this intense (a strong cue alone is 0.9)
 SHOCK_RELIEF = 0.6  # a positive input of intensity 1 removes 60 % of the cooldown
 SHOCK_PROBABILITY_CAP = 0.2
 # exec_probability = σ(BIAS + W_P·P + W_D·D − W_A·max(0, A − AROUSAL_COMFORT))
@@ -222,7 +223,11 @@ def impact(persona: Persona, emotion: Emotion, intensity: float) -> float:
 
 def is_shock(emotion: Emotion, intensity: float) -> bool:
     """Return whether an input is negative and intense enough to shock."""
-    return PROTOTYPE[emotion].p * min(1.0, intensity) <= SHOCK_PLEASURE
+    intensity = min(1.0, intensity)
+    return (
+        intensity >= SHOCK_INTENSITY
+        and PROTOTYPE[emotion].p * intensity <= SHOCK_PLEASURE
+    )
 
 
 def apply_user_emotion(

@@ -140,7 +140,10 @@ class _Markers:
         return self._get(
             "chatty",
             lambda t: (
-                OPINION.search(t) or CONVERSATION.search(t) or EXCLAMATION.search(t)
+                OPINION.search(t)
+                or CONVERSATION.search(t)
+                or EXCLAMATION.search(t)
+                or expresses_emotion(t)
             ),
         )
 
@@ -862,6 +865,14 @@ def _system_body(
     }
 
 
+def expresses_emotion(text: str) -> bool:
+    """Whether ``text`` expresses an emotion (``core.emotion``'s recognizer)."""
+    # Imported here: the recognizer itself imports this package's text module.
+    from ..emotion.recognizer import analyze_emotion  # noqa: PLC0415
+
+    return analyze_emotion(text)["emotion"] != "neutral"
+
+
 def _classify(command: str) -> tuple[str, str, float]:
     """Decide for a command without a catalog intent: (system intent, reason, confidence)."""
     folded = fold(command)
@@ -869,7 +880,9 @@ def _classify(command: str) -> tuple[str, str, float]:
         return SYS_FALLBACK, "open_question", 0.8
     if CONVERSATION.search(folded) or GREETING.search(folded):
         return SYS_FALLBACK, "conversation", 0.7
-    if EXCLAMATION.search(folded) and not OPINION.search(folded):
+    if (
+        EXCLAMATION.search(folded) or expresses_emotion(command)
+    ) and not OPINION.search(folded):
         return SYS_NO_ACTION, "emotional_expression", 0.75
     return SYS_FALLBACK, "no_catalog_match", 0.5
 

@@ -262,17 +262,17 @@ GREETING = _alternation(
     "你好 您好 早上好 早安 晚上好 晚安 嗨 哈喽 在吗 hi hello hey good_morning good_evening "
     "good_night こんにちは おはよう こんばんは おやすみ 안녕 안녕하세요"
 )
+# Interjections and remarks that are not emotions. Emotions themselves ("开心",
+# "气死", "scared") are recognised by ``core.emotion`` (one lexicon for both).
 EXCLAMATION = _alternation(
     # interjections
     "哇 哇塞 唉 哎 哎呀 哎哟 哟 啊 哈哈 嘿嘿 呜呜 天哪 天啊 我的天 卧槽 靠 呵呵 嗯 哦 噢 喔 耶 "
     "wow oh ah ugh yay oops omg phew haha lol ouch yikes damn whoa "
     "わあ うわ えー あー やった すごい 와 헐 대박 아이고 휴 "
-    # feelings
-    "累 困 烦 饿 好冷 好热 开心 高兴 快乐 难过 伤心 郁闷 无聊 生气 气死 害怕 怕 紧张 焦虑 "
-    "激动 兴奋 感动 舒服 爽 棒 厉害 牛 好看 漂亮 可爱 糟糕 完蛋 倒霉 崩溃 吓 惊 失望 后悔 尴尬 "
-    "谢谢 感谢 太好了 真好 好险 心累 死了 极了 "
-    "tired exhausted sleepy bored happy sad angry scared awesome amazing great cool nice "
-    "thanks thank_you so_good terrible awful "
+    # bodily states and appraisals
+    "累 困 饿 好冷 好热 牛 好看 漂亮 可爱 尴尬 惊 极了 死了 "
+    "tired exhausted sleepy hungry "
+    # Japanese and Korean feelings (core.emotion covers Chinese and English)
     "疲れた 眠い 嬉しい 悲しい 怖い びっくり ありがとう 피곤해 졸려 슬퍼 무서워 깜짝 고마워 "
     "! ！"
 )
