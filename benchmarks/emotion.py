@@ -18,25 +18,13 @@ p99 under 100 µs; ``--check`` makes missing it exit 1. Run with
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-import gc
-import json
 from pathlib import Path
-import statistics
 import sys
-import time
 
-from custom_components.soul.core.emotion import analyze_emotion, group_of
+from benchmarks.timing import percentiles, time_calls
+from custom_components.soul.core.emotion import analyze_emotion
 from custom_components.soul.core.emotion.lexicon import CUE_WORDS
-
-DEV = Path(__file__).resolve().parents[1] / "tests" / "data" / "eval"
-
-
-def load_cases(eval_dir: Path) -> list[dict[str, str]]:
-    """Return the emotion dev cases."""
-    path = eval_dir / "emotions_dev.jsonl"
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+from devtools.emotion_eval import BUNDLED, load_cases, score
 
 
 def naive_scan(text: str, words: tuple[str, ...] = CUE_WORDS) -> bool:
@@ -45,39 +33,10 @@ def naive_scan(text: str, words: tuple[str, ...] = CUE_WORDS) -> bool:
     return any(word in lowered for word in words)
 
 
-def time_calls(calls: list[Callable[[], object]], rounds: int) -> list[int]:
-    """Run every call ``rounds`` times; return each call's duration in ns."""
-    clock = time.perf_counter_ns
-    samples: list[int] = []
-    gc.collect()
-    for _ in range(rounds):
-        for call in calls:
-            start = clock()
-            call()
-            samples.append(clock() - start)
-    return samples
-
-
-def percentiles(samples: list[int]) -> tuple[float, float]:
-    """Return p50 and p99 of ``samples`` (ns) in microseconds."""
-    cuts = statistics.quantiles(samples, n=100, method="inclusive")
-    return cuts[49] / 1000, cuts[98] / 1000
-
-
-def accuracy(cases: list[dict[str, str]]) -> tuple[float, float]:
-    """Return the exact-label and expression-group accuracy on ``cases``."""
-    exact = group = 0
-    for case in cases:
-        got = str(analyze_emotion(case["text"])["emotion"])
-        exact += got == case["emotion"]
-        group += group_of(got) == group_of(case["emotion"])
-    return exact / len(cases), group / len(cases)
-
-
 def main() -> None:
     """Measure and print p50/p99 per text, the baselines and the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--eval-dir", type=Path, default=DEV)
+    parser.add_argument("--eval-dir", type=Path, default=BUNDLED)
     parser.add_argument(
         "--repeats", type=int, default=400, help="rounds over the dev texts"
     )
@@ -87,7 +46,7 @@ def main() -> None:
         "--check", action="store_true", help="exit 1 when the p99 misses it"
     )
     args = parser.parse_args()
-    cases = load_cases(args.eval_dir)
+    cases = load_cases(args.eval_dir / "emotions_dev.jsonl")
     texts = [case["text"] for case in cases]
 
     recognizer = [lambda t=t: analyze_emotion(t) for t in texts]
@@ -109,7 +68,8 @@ def main() -> None:
     def ratio(label: str, a: tuple[float, float], b: tuple[float, float]) -> str:
         return f"  {label:<30}: p50 {a[0] / b[0]:7.2f}x   p99 {a[1] / b[1]:7.2f}x"
 
-    exact, group = accuracy(cases)
+    result = score(cases)
+    exact, group = result.exact, result.group
     print(f"emotion: {len(texts)} dev texts, {len(CUE_WORDS)} cue words")
     print(row("analyze_emotion", full))
     print(row("baseline A, naive cue scan", scan))

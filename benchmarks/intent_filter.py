@@ -20,14 +20,10 @@ with ``scripts/bench`` or ``.venv/bin/python -m benchmarks.intent_filter``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-import gc
 import importlib.metadata
 import logging
 from pathlib import Path
-import statistics
 import sys
-import time
 from typing import Any
 
 from benchmarks.hassil_desk_robot import (
@@ -35,6 +31,7 @@ from benchmarks.hassil_desk_robot import (
     build_intents,
     recognize_desk_robot,
 )
+from benchmarks.timing import percentiles, time_calls
 from custom_components.soul.core.intent_filter import (
     clear_compile_cache,
     filter_intents,
@@ -69,34 +66,6 @@ def filter_first_intent(response: dict[str, Any]) -> str | None:
         if intent_id and not intent_id.startswith("sys."):
             return intent_id
     return None
-
-
-def time_calls(
-    calls: list[Callable[[], object]],
-    rounds: int,
-    before: Callable[[], object] | None = None,
-) -> list[int]:
-    """Run every call ``rounds`` times; return each call's duration in ns.
-
-    ``before`` runs ahead of each call, outside the timed span.
-    """
-    clock = time.perf_counter_ns
-    samples: list[int] = []
-    gc.collect()
-    for _ in range(rounds):
-        for call in calls:
-            if before is not None:
-                before()
-            start = clock()
-            call()
-            samples.append(clock() - start)
-    return samples
-
-
-def percentiles(samples: list[int]) -> tuple[float, float]:
-    """Return p50 and p99 of ``samples`` (ns) in microseconds."""
-    cuts = statistics.quantiles(samples, n=100, method="inclusive")
-    return cuts[49] / 1000, cuts[98] / 1000
 
 
 def score(

@@ -8,59 +8,22 @@ calm) is scored too. Required: group ≥ 90 %, exact ≥ 75 %.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-import json
 from pathlib import Path
 
 import pytest
 
-from custom_components.soul.core.emotion import LABELS, analyze_emotion, group_of
+from custom_components.soul.core.emotion import LABELS, group_of
+from devtools.emotion_eval import (
+    BUNDLED,
+    EXACT_REQUIRED,
+    GROUP_REQUIRED,
+    load_cases,
+    recognizer_label,
+    score,
+)
 
-BUNDLED = Path(__file__).resolve().parents[2] / "data" / "eval"
 SHARED = Path(__file__).resolve().parents[4] / "shared" / "eval"
 DEV = BUNDLED / "emotions_dev.jsonl"
-GROUP_REQUIRED = 0.90
-EXACT_REQUIRED = 0.75
-
-
-@dataclass(frozen=True, slots=True)
-class Score:
-    """How a predictor did on a set of cases."""
-
-    exact: float
-    group: float
-    failures: tuple[str, ...]
-
-    @property
-    def passed(self) -> bool:
-        """Return whether both required accuracies are met."""
-        return self.group >= GROUP_REQUIRED and self.exact >= EXACT_REQUIRED
-
-
-def load_cases(path: Path) -> list[dict[str, str]]:
-    """Return the cases of a JSON-lines file."""
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
-
-
-def score(cases: list[dict[str, str]], predict: Callable[[str], str]) -> Score:
-    """Score ``predict`` (text → label) on ``cases`` by the README's two rules."""
-    exact = group = 0
-    failures = []
-    for case in cases:
-        got, want = predict(case["text"]), case["emotion"]
-        exact += got == want
-        group += group_of(got) == group_of(want)
-        if got != want:
-            failures.append(f"{case['text']}: {got} (expected {want})")
-    total = len(cases)
-    return Score(exact / total, group / total, tuple(failures))
-
-
-def recognizer_label(text: str) -> str:
-    """The label ``analyze_emotion`` gives a text."""
-    return str(analyze_emotion(text)["emotion"])
 
 
 def test_dev_set_meets_the_required_accuracy() -> None:
