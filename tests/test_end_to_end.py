@@ -139,3 +139,33 @@ async def test_silent_body_times_out(
         assert body.invocations  # it did receive the invoke
     finally:
         await hass.async_add_executor_job(body.stop)
+
+
+async def test_body_feels_the_soul(
+    hass: HomeAssistant,
+    soul: tuple[MockConfigEntry, str],
+    mqtt_broker: MqttBroker,
+) -> None:
+    """soul_hint binds the body; ticks and a user turn reach it as emotion_update."""
+    entry, prefix = soul
+    body = start_body(mqtt_broker, prefix)
+    await hass.async_add_executor_job(body.start)
+    try:
+        souls = entry.runtime_data.souls
+        await until(lambda: souls.soul_of("terminal-001") is not None)
+        assert souls.soul_of("terminal-001").name == "friendly"
+        # The 3 s tick reaches the online body.
+        await until(lambda: body.last_emotion is not None, timeout=10)
+        tick = body.last_emotion
+        assert tick["session_id"] == "system_decay_tick"
+        assert tick["soul_id"] == souls.soul_of("terminal-001").soul_id
+        # A user turn is published at once, and the body shows the emotion.
+        await souls.user_turn("terminal-001", "我好难过，想哭", "s1")
+        await until(lambda: (body.last_emotion or {}).get("session_id") == "s1")
+        update = body.last_emotion
+        assert update["user_emotion"]["emotion"] == "sadness"
+        assert update["exec_mode"] in {"auto_execute", "confirm"}
+        # §3.8: sadness at high intensity → 哭 (and a head shake).
+        await until(lambda: body.expression == "哭")
+    finally:
+        await hass.async_add_executor_job(body.stop)

@@ -636,3 +636,36 @@ async def test_soul_select_binds_a_body(
     async_fire_mqtt_message(hass, f"soul/terminal/{T}/online", "offline")
     await hass.async_block_till_done()
     assert hass.states.get("select.terminal_001_soul").state == options[2]
+
+
+async def test_reconfigure_keeps_the_owner(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+) -> None:
+    client = await hass_client()
+    soul = await (
+        await client.post(
+            SOULS, json={"name": "Kid", "mbti_type": "ESFP", "user_id": "kid"}
+        )
+    ).json()
+    result = await hass.config_entries.subentries.async_init(
+        (init_integration.entry_id, "soul"),
+        context={"source": SOURCE_RECONFIGURE, "subentry_id": soul["soul_id"]},
+    )
+    assert result["type"] is FlowResultType.FORM
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {"name": "Kid", "mbti_type": "ABCD"}
+    )
+    assert result["errors"] == {"mbti_type": "invalid_mbti_type"}
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {"name": "Kiddo", "mbti_type": "ESFP-T", "persona": "Loud."}
+    )
+    await hass.async_block_till_done()
+    data = init_integration.subentries[soul["soul_id"]].data
+    assert data == {
+        "name": "Kiddo",
+        "mbti_type": "ESFP-T",
+        "persona": "Loud.",
+        "user_id": "kid",
+    }

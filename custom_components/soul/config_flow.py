@@ -40,6 +40,7 @@ from .const import (
     CONF_NAME,
     CONF_PERSONA,
     CONF_TOPIC_PREFIX,
+    CONF_USER_ID,
     DEFAULT_EMOTION_TICK_INTERVAL,
     DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_TOPIC_PREFIX,
@@ -299,8 +300,6 @@ class SoulSubentryFlow(ConfigSubentryFlow):
         if user_input is not None:
             data, errors = _soul_settings(user_input)
             if not errors:
-                if self.context.get("user_id"):
-                    data["user_id"] = self.context["user_id"]
                 return self.async_create_entry(title=data[CONF_NAME], data=data)
         return self.async_show_form(
             step_id="user",
@@ -317,8 +316,8 @@ class SoulSubentryFlow(ConfigSubentryFlow):
         if user_input is not None:
             data, errors = _soul_settings(user_input)
             if not errors:
-                if "user_id" in subentry.data:
-                    data["user_id"] = subentry.data["user_id"]
+                if CONF_USER_ID in subentry.data:  # the owner stays
+                    data[CONF_USER_ID] = subentry.data[CONF_USER_ID]
                 return self.async_update_and_abort(
                     self._get_entry(), subentry, title=data[CONF_NAME], data=data
                 )
