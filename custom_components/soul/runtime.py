@@ -20,6 +20,7 @@ from .const import (
     DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_TOPIC_PREFIX,
 )
+from .core.chat import ChatPipeline
 from .core.invoker import Invoker
 from .core.llm import LLMEndpoint, OpenAICompatibleLLM
 from .core.registry import TerminalRegistry
@@ -42,6 +43,7 @@ class SoulRuntime:
     invoker: Invoker
     bridge: MqttBridge
     souls: SoulHub
+    chat: ChatPipeline
     store: Store[dict[str, Any]]
     # The options the runtime was built from: other changes need no reload.
     options: dict[str, Any]
@@ -124,6 +126,16 @@ async def async_create_runtime(
         on_dirty=schedule_save,
     )
     souls.load(await store.async_load())
+    chat = ChatPipeline(
+        registry,
+        souls,
+        invoker,
+        topics,
+        bridge.async_publish,
+        clock=now_timestamp,
+        model=llm,
+        default_timezone=lambda: hass.config.time_zone,
+    )
     return SoulRuntime(
         topics=topics,
         llm=llm,
@@ -131,6 +143,7 @@ async def async_create_runtime(
         invoker=invoker,
         bridge=bridge,
         souls=souls,
+        chat=chat,
         store=store,
         options=dict(entry.options),
     )

@@ -11,6 +11,7 @@ from homeassistant.components.http import KEY_HASS, HomeAssistantView
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 
+from .core.chat import ChatError
 from .core.emotion import analyze_emotion
 from .core.intent_filter import IntentFilterError, filter_intents
 from .core.souls import NoSoulError, SoulError, validate_soul_fields
@@ -256,6 +257,40 @@ class EmotionAnalyzeView(HomeAssistantView):
         )
 
 
+class ChatView(HomeAssistantView):
+    """``POST /api/soul/v1/chat``: one chat turn (§4.2).
+
+    The body is a §4.2.1 request; ``user_id`` defaults to the calling Home
+    Assistant user. Refusals are 400 ``{"error": …}`` as in §4.3.
+    """
+
+    url = "/api/soul/v1/chat"
+    name = "api:soul:chat"
+    requires_auth = True
+
+    async def post(self, request: web.Request) -> web.Response:
+        """Run the turn."""
+        try:
+            body = await _json_object(request)
+            entry = _loaded(request.app[KEY_HASS])
+        except ValueError as err:
+            return web.json_response({"error": str(err)}, status=HTTPStatus.BAD_REQUEST)
+        except _NotLoadedError:
+            return web.json_response(
+                {"error": "Soul is not set up"}, status=HTTPStatus.SERVICE_UNAVAILABLE
+            )
+        if (
+            body.get("user_id") is None
+            and (user := request.get("hass_user")) is not None
+        ):
+            body["user_id"] = user.id
+        try:
+            response = await entry.runtime_data.chat.chat(body)
+        except ChatError as err:
+            return web.json_response({"error": str(err)}, status=HTTPStatus.BAD_REQUEST)
+        return self.json(response)
+
+
 @callback
 def async_register_views(hass: HomeAssistant) -> None:
     """Register Soul's HTTP views (once; views outlive config entries)."""
@@ -263,3 +298,4 @@ def async_register_views(hass: HomeAssistant) -> None:
     hass.http.register_view(SoulsView())
     hass.http.register_view(SelectSoulView())
     hass.http.register_view(EmotionAnalyzeView())
+    hass.http.register_view(ChatView())

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -26,6 +27,28 @@ class LLMConnectionError(LLMError):
 
 class LLMAuthError(LLMError):
     """The endpoint refused the API key."""
+
+
+class LLMResponseError(LLMError):
+    """The endpoint answered with something that is not a usable completion."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the model asked for; ``arguments`` is the model's raw JSON text."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    """One chat completion: text, tool calls, or both, and the token usage."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +110,44 @@ class OpenAICompatibleLLM:
             raise LLMAuthError(str(err)) from err
         except openai.OpenAIError as err:
             raise LLMConnectionError(str(err)) from err
+
+    async def chat(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] = (),
+        *,
+        timeout: float = 30.0,
+    ) -> ModelReply:
+        """Return one completion of ``messages`` with ``tools`` offered.
+
+        Raises ``LLMAuthError``, ``LLMConnectionError`` (unreachable, timeout,
+        HTTP errors) or ``LLMResponseError`` (no choices).
+        """
+        client = self.client.with_options(timeout=timeout, max_retries=1)
+        kwargs: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": list(messages),
+        }
+        if tools:
+            kwargs["tools"] = list(tools)
+        try:
+            completion = await client.chat.completions.create(**kwargs)
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
+            raise LLMAuthError(str(err)) from err
+        except openai.OpenAIError as err:
+            raise LLMConnectionError(str(err)) from err
+        if not completion.choices:
+            raise LLMResponseError("the completion has no choices")
+        message = completion.choices[0].message
+        calls = tuple(
+            ToolCall(call.id, call.function.name, call.function.arguments or "")
+            for call in message.tool_calls or ()
+            if getattr(call, "function", None) is not None
+        )
+        usage = {}
+        if completion.usage is not None:
+            usage = {
+                "prompt_tokens": completion.usage.prompt_tokens or 0,
+                "completion_tokens": completion.usage.completion_tokens or 0,
+            }
+        return ModelReply(message.content, calls, usage)

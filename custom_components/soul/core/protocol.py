@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 import functools
 import json
 import re
@@ -363,6 +364,11 @@ def status_payload(status: str, message: str, session_id: str | None, ts: str) -
 SYSTEM_DECAY_TICK = "system_decay_tick"
 
 
+def utc_ts(epoch: float) -> str:
+    """Return the protocol's ``ts`` for an epoch time: UTC to the second."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def emotion_update_payload(
     *,
     session_id: str,
@@ -383,5 +389,27 @@ def emotion_update_payload(
         "soul_emotion": dict(soul_emotion),
         "exec_probability": exec_probability,
         "exec_mode": exec_mode,
+        "ts": ts,
+    }
+
+
+def intent_action_payload(
+    *,
+    request_id: str,
+    session_id: str,
+    terminal_id: str,
+    soul_id: str,
+    intents: list[dict[str, Any]],
+    exec_probability: float,
+    ts: str,
+) -> dict[str, Any]:
+    """Return the body of an ``intent_action`` message (§3.9)."""
+    return {
+        "request_id": request_id,
+        "session_id": session_id,
+        "terminal_id": terminal_id,
+        "soul_id": soul_id,
+        "intents": intents,
+        "exec_probability": exec_probability,
         "ts": ts,
     }

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 import json
 import logging
 from typing import Any
@@ -30,7 +29,7 @@ from .emotion.dynamics import (
 )
 from .emotion.labels import Emotion
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
-from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload
+from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload, utc_ts
 from .topics import QOS_RETAIN, Kind, Topics, valid_terminal_id
 
 _LOGGER = logging.getLogger(__name__)
@@ -166,10 +165,6 @@ class HintDecision:
     soul_id: str | None = None
     name: str | None = None
     mbti: str | None = None
-
-
-def _ts(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class SoulHub:
@@ -384,7 +379,7 @@ class SoulHub:
             soul_emotion=snapshot.soul_emotion(),
             exec_probability=snapshot.exec_probability,
             exec_mode=snapshot.exec_mode.value,
-            ts=_ts(snapshot.at),
+            ts=utc_ts(snapshot.at),
         )
 
     async def _send(self, payload: dict[str, Any]) -> bool:

@@ -1,0 +1,515 @@
+"""The chat pipeline (§2, §4.2): an utterance becomes emotion, intent, action and a reply.
+
+``ChatPipeline.chat(body)`` validates a §4.2.1 request, records the user
+turn, moves the soul's emotion (``SoulHub.user_turn``, which publishes
+``emotion_update``), runs the intent filter on the terminal's catalog and
+routes on ``decision.action`` only:
+
+- ``execute_intents`` — each intent's ``normalized`` arguments are checked
+  against the target skill's ``input_schema``; ``auto_execute`` publishes one
+  ``intent_action`` (§3.9), ``confirm`` asks first (a yes in the next turn
+  runs it), ``blocked`` declines; ``need_clarification`` asks for the slot.
+- ``no_action`` — an empty reply.
+- ``fallback_reasoning`` — one LLM call whose tools are the terminal's skills;
+  every tool call is validated and sent as ``invoke``, its ``result`` fed back,
+  for at most ``max_rounds`` rounds. Without a model, or when it fails, the
+  reply says so in character; nothing raises.
+
+The reply ``<NO_REPLY>`` / ``NO_REPLY`` / ``[NO_REPLY]`` becomes ``""``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+import json
+import logging
+import re
+from typing import Any, Protocol
+import uuid
+
+from .emotion.dynamics import ExecMode
+from .intent_filter import IntentFilterError
+from .intent_filter.text import detect_locale
+from .invoker import InvokeError, Invoker
+from .llm import LLMError, ModelReply
+from .protocol import intent_action_payload, utc_ts
+from .registry import TerminalRegistry
+from .souls import NoSoulError, SoulHub
+from .topics import QOS_RETAIN, Kind, Topics
+
+_LOGGER = logging.getLogger(__name__)
+
+TEXT_INPUT_ERROR = (
+    "currently only input.type=keyboard_text|speech_text with non-empty text "
+    "is supported"
+)
+NO_SOUL_ERROR = "soul selection is required before chat"
+TEXT_TYPES = frozenset({"keyboard_text", "speech_text"})
+KNOWN_TYPES = TEXT_TYPES | {
+    "event_note", "presence", "sensor_state", "audio", "image", "video"
+}  # fmt: skip
+MAX_INPUTS = 32
+MAX_TEXT = 4096
+MAX_ID = 128
+MAX_TURNS = 20
+DEFAULT_MAX_ROUNDS = 3
+_NO_REPLY = re.compile(r"^\s*(?:<NO_REPLY>|\[NO_REPLY\]|NO_REPLY)\s*$")
+_YES = re.compile(
+    r"^\s*(?:好的?|好啊|可以|行|是的?|对|确认|执行吧?|嗯|yes|yeah|yep|sure|ok(?:ay)?|"
+    r"go ahead|do it|confirm)\s*[。.!！]*\s*$",
+    re.IGNORECASE,
+)
+
+# publish(topic, payload, qos, retain)
+type Publish = Callable[[str, str, int, bool], Awaitable[None]]
+
+
+class ChatError(ValueError):
+    """A request the pipeline refuses; ``str()`` is the §4.3 ``error``."""
+
+
+class ChatModel(Protocol):
+    """The language model: ``OpenAICompatibleLLM`` or a test double."""
+
+    async def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
+        """Return one completion."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A validated §4.2.1 request."""
+
+    session_id: str
+    terminal_id: str
+    text: str
+    user_id: str | None = None
+    soul_id: str | None = None
+    # Inputs other than keyboard/speech text: kept as context, not used yet.
+    context: tuple[dict[str, Any], ...] = ()
+
+
+def _id(body: Mapping[str, Any], key: str, *, required: bool) -> str | None:
+    value = body.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ChatError(f"{key} is required")
+    if len(value) > MAX_ID:
+        raise ChatError(f"{key} must be at most {MAX_ID} characters")
+    return value
+
+
+def parse_chat_request(body: Any) -> ChatRequest:
+    """Validate a §4.2.1 body exactly as §4.2.1 and §4.3 say; raise ``ChatError``."""
+    if not isinstance(body, Mapping):
+        raise ChatError("the request body must be a JSON object")
+    session_id = _id(body, "session_id", required=True)
+    terminal_id = _id(body, "terminal_id", required=True)
+    inputs = body.get("inputs")
+    if not isinstance(inputs, list) or not inputs:
+        raise ChatError("inputs is required and must be a non-empty array")
+    if len(inputs) > MAX_INPUTS:
+        raise ChatError(f"inputs must have at most {MAX_INPUTS} items")
+    texts: list[str] = []
+    context: list[dict[str, Any]] = []
+    for item in inputs:
+        if not isinstance(item, Mapping):
+            raise ChatError("every input must be an object")
+        kind = item.get("type")
+        text = item.get("text")
+        if kind in TEXT_TYPES and isinstance(text, str) and text.strip():
+            texts.append(text.strip())
+        elif kind in KNOWN_TYPES:
+            context.append(dict(item))
+    text = "\n".join(texts)
+    if not text:
+        raise ChatError(TEXT_INPUT_ERROR)
+    if len(text) > MAX_TEXT:
+        raise ChatError(f"the text must be at most {MAX_TEXT} characters")
+    return ChatRequest(
+        session_id=session_id or "",
+        terminal_id=terminal_id or "",
+        text=text,
+        user_id=_id(body, "user_id", required=False),
+        soul_id=_id(body, "soul_id", required=False),
+        context=tuple(context),
+    )
+
+
+def normalize_reply(text: str | None) -> str:
+    """Return the reply, with the NO_REPLY forms of §4.2.2 as ``""``."""
+    if not text or _NO_REPLY.match(text):
+        return ""
+    return text.strip()
+
+
+@dataclass
+class Session:
+    """A bounded transcript of one session."""
+
+    session_id: str
+    terminal_id: str
+    soul_id: str
+    user_id: str | None
+    turns: deque[dict[str, str]] = field(
+        default_factory=lambda: deque(maxlen=MAX_TURNS)
+    )
+    last_user_at: float = 0.0
+    summary: str = ""
+    context: deque[dict[str, Any]] = field(
+        default_factory=lambda: deque(maxlen=MAX_TURNS)
+    )
+    # Intents awaiting the user's yes (exec_mode "confirm").
+    pending: list[dict[str, Any]] = field(default_factory=list)
+
+
+_PHRASES = {
+    "zh": {
+        "done": "好的。",
+        "confirm": "要我现在执行{what}吗？",
+        "blocked": "我现在心情不好，先不做{what}了。",
+        "clarify": "请告诉我{what}。",
+        "no_model": "没有语言模型，我没法思考这个问题。",
+        "model_failed": "我刚才走神了，没能想好，请再说一次。",
+        "invalid": "我听懂了，但这个指令的参数不对，没法执行。",
+    },
+    "en": {
+        "done": "Okay.",
+        "confirm": "Shall I {what} now?",
+        "blocked": "I'm not in the mood to {what} right now.",
+        "clarify": "Please tell me {what}.",
+        "no_model": "I can't think about that without a language model.",
+        "model_failed": "My mind wandered and I couldn't think that through; please say it again.",
+        "invalid": "I understood, but the command's arguments are not valid, so I can't run it.",
+    },
+}
+
+
+def _phrase(text: str, key: str, what: str = "") -> str:
+    lang = "zh" if detect_locale(text).startswith("zh") else "en"
+    return _PHRASES[lang][key].format(what=what)
+
+
+class ChatPipeline:
+    """Runs chat turns against the registry, the souls and an optional model."""
+
+    def __init__(
+        self,
+        registry: TerminalRegistry,
+        souls: SoulHub,
+        invoker: Invoker,
+        topics: Topics,
+        publish: Publish,
+        *,
+        clock: Callable[[], float],
+        model: ChatModel | None = None,
+        default_timezone: Callable[[], str] = lambda: "UTC",
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+    ) -> None:
+        """Wire the pipeline to its collaborators (all injectable for tests)."""
+        self._registry = registry
+        self._souls = souls
+        self._invoker = invoker
+        self._topics = topics
+        self._publish = publish
+        self._clock = clock
+        self.model = model
+        self._timezone = default_timezone
+        self.max_rounds = max(1, max_rounds)
+        self.sessions: dict[str, Session] = {}
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        self.last_route: str | None = None
+
+    # -- the turn ---------------------------------------------------------------
+
+    async def chat(self, body: Any) -> dict[str, Any]:
+        """Answer one §4.2.1 request with a §4.2.2 response; raise ``ChatError``."""
+        request = parse_chat_request(body)
+        soul = self._souls.soul_of(request.terminal_id)
+        if soul is None and request.soul_id and self._souls.soul(request.soul_id):
+            self._souls.bind(request.terminal_id, request.soul_id)
+            soul = self._souls.soul(request.soul_id)
+        if soul is None:
+            raise ChatError(NO_SOUL_ERROR)
+        session = self._session(request, soul.soul_id)
+        session.turns.append({"role": "user", "content": request.text})
+        session.context.extend(request.context)
+        session.last_user_at = self._clock()
+        try:
+            _emotion, snapshot = await self._souls.user_turn(
+                request.terminal_id, request.text, request.session_id
+            )
+        except NoSoulError as err:
+            raise ChatError(NO_SOUL_ERROR) from err
+        result = _Turn(request, session, snapshot.exec_mode, snapshot.exec_probability)
+        if session.pending and _YES.match(request.text):
+            intents, session.pending = session.pending, []
+            await self._send_intents(result, intents)
+            result.decision = "execute_intents"
+        else:
+            session.pending = []
+            await self._route(result)
+        reply = normalize_reply(result.reply)
+        if reply:
+            session.turns.append({"role": "assistant", "content": reply})
+        self.last_route = result.route
+        return {
+            "session_id": request.session_id,
+            "terminal_id": request.terminal_id,
+            "soul_id": soul.soul_id,
+            "reply": reply,
+            "executed_skills": result.executed,
+            "context_summary": session.summary,
+            "intent_decision": result.decision,
+            "exec_mode": snapshot.exec_mode.value,
+            "exec_probability": snapshot.exec_probability,
+        }
+
+    def _session(self, request: ChatRequest, soul_id: str) -> Session:
+        session = self.sessions.get(request.session_id)
+        if session is None or session.terminal_id != request.terminal_id:
+            session = self.sessions[request.session_id] = Session(
+                request.session_id, request.terminal_id, soul_id, request.user_id
+            )
+        session.soul_id = soul_id
+        return session
+
+    async def _route(self, turn: _Turn) -> None:
+        terminal = self._registry.get(turn.request.terminal_id)
+        response: dict[str, Any] | None = None
+        if terminal is not None and terminal.catalog and terminal.catalog.intents:
+            try:
+                response = self._registry.filter_command(
+                    turn.request.terminal_id,
+                    {
+                        "command": turn.request.text,
+                        "session_id": turn.request.session_id,
+                    },
+                    default_timezone=self._timezone(),
+                )
+            except IntentFilterError as err:
+                _LOGGER.warning(
+                    "Intent filter failed for %s: %s", turn.request.terminal_id, err
+                )
+        action = response["decision"]["action"] if response else "fallback_reasoning"
+        turn.decision = action
+        if action == "execute_intents" and response is not None:
+            await self._execute(turn, response)
+        elif action == "no_action":
+            turn.route = "no_action"
+        else:
+            await self._reason(turn)
+
+    # -- execute_intents --------------------------------------------------------
+
+    async def _execute(self, turn: _Turn, response: dict[str, Any]) -> None:
+        turn.route = "intent"
+        business = [
+            i
+            for i in response["intents"]
+            if not str(i.get("intent_id", "")).startswith("sys.")
+        ]
+        unclear = [i for i in business if i.get("status") == "need_clarification"]
+        if unclear:
+            missing = ", ".join(
+                str(m) for i in unclear for m in i.get("missing_parameters") or ()
+            )
+            turn.reply = _phrase(turn.request.text, "clarify", missing)
+            return
+        intents = [i for i in business if i.get("status") == "ready"]
+        valid = [self._action_intent(turn.request.terminal_id, i) for i in intents]
+        valid = [i for i in valid if i is not None]
+        if not valid:
+            turn.reply = _phrase(turn.request.text, "invalid")
+            return
+        what = "、".join(str(i["intent_name"]) for i in valid)
+        if turn.exec_mode is ExecMode.BLOCKED:
+            turn.reply = _phrase(turn.request.text, "blocked", what)
+        elif turn.exec_mode is ExecMode.CONFIRM:
+            turn.session.pending = valid
+            turn.reply = _phrase(turn.request.text, "confirm", what)
+        else:
+            await self._send_intents(turn, valid)
+            turn.reply = _phrase(turn.request.text, "done")
+
+    def _action_intent(
+        self, terminal_id: str, intent: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Return the §3.9 intent when its arguments fit the skill's schema."""
+        normalized = dict(intent.get("normalized") or {})
+        skill_name = normalized.get("skill")
+        terminal = self._registry.get(terminal_id)
+        skill = (
+            terminal.skills.skill(skill_name)
+            if terminal is not None
+            and terminal.skills is not None
+            and isinstance(skill_name, str)
+            else None
+        )
+        if skill is None:
+            _LOGGER.warning(
+                "Intent %s names no skill of %s", intent.get("intent_id"), terminal_id
+            )
+            return None
+        arguments = {k: v for k, v in normalized.items() if k != "skill"}
+        if errors := skill.argument_errors(arguments):
+            _LOGGER.warning(
+                "Intent %s has invalid arguments for %s: %s",
+                intent.get("intent_id"), skill_name, "; ".join(errors),
+            )  # fmt: skip
+            return None
+        return {
+            "intent_id": intent.get("intent_id"),
+            "intent_name": intent.get("intent_name") or intent.get("intent_id"),
+            "confidence": intent.get("confidence"),
+            "normalized": normalized,
+        }
+
+    async def _send_intents(self, turn: _Turn, intents: list[dict[str, Any]]) -> None:
+        request = turn.request
+        payload = intent_action_payload(
+            request_id=f"ia-{uuid.uuid4()}",
+            session_id=request.session_id,
+            terminal_id=request.terminal_id,
+            soul_id=turn.session.soul_id,
+            intents=intents,
+            exec_probability=turn.exec_probability,
+            ts=utc_ts(self._clock()),
+        )
+        qos, retain = QOS_RETAIN[Kind.INTENT_ACTION]
+        await self._publish(
+            self._topics.topic(request.terminal_id, Kind.INTENT_ACTION),
+            json.dumps(payload, ensure_ascii=False),
+            qos,
+            retain,
+        )
+        turn.executed.extend(str(i["normalized"]["skill"]) for i in intents)
+        turn.route = "intent"
+
+    # -- fallback_reasoning -----------------------------------------------------
+
+    async def _reason(self, turn: _Turn) -> None:
+        turn.route = "llm"
+        if self.model is None:
+            turn.reply = _phrase(turn.request.text, "no_model")
+            return
+        terminal = self._registry.get(turn.request.terminal_id)
+        skills = (
+            terminal.skills.skills if terminal is not None and terminal.skills else ()
+        )
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": s.name,
+                    "description": s.description or s.name,
+                    "parameters": s.input_schema,
+                },
+            }
+            for s in skills
+        ]
+        messages = [
+            {"role": "system", "content": self._system_prompt(turn)},
+            *list(turn.session.turns),
+        ]
+        for _round in range(self.max_rounds):
+            try:
+                answer = await self.model.chat(messages, tools)
+            except LLMError as err:
+                _LOGGER.warning("LLM call failed: %s", err)
+                turn.reply = _phrase(turn.request.text, "model_failed")
+                return
+            for key, value in answer.usage.items():
+                self.usage[key] = self.usage.get(key, 0) + value
+            if not answer.tool_calls:
+                turn.reply = answer.content or ""
+                return
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": answer.content,
+                    "tool_calls": [
+                        {
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in answer.tool_calls
+                    ],
+                }
+            )
+            # One after the other: a body runs one skill at a time.
+            messages.extend(
+                [
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.call_id,
+                        "content": json.dumps(
+                            await self._tool(turn, call), ensure_ascii=False
+                        ),
+                    }
+                    for call in answer.tool_calls
+                ]
+            )
+            turn.reply = answer.content or ""
+        # Out of rounds: the last text the model gave, if any.
+
+    async def _tool(self, turn: _Turn, call: Any) -> dict[str, Any]:
+        """Run one tool call; every failure becomes a result the model can read."""
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as err:
+            return {"ok": False, "error": f"arguments are not valid JSON: {err}"}
+        if not isinstance(arguments, dict):
+            return {"ok": False, "error": "arguments must be a JSON object"}
+        if turn.exec_mode is ExecMode.BLOCKED:
+            return {"ok": False, "error": "the soul is not willing to act right now"}
+        try:
+            result = await self._invoker.invoke(
+                turn.request.terminal_id, call.name, arguments
+            )
+        except InvokeError as err:
+            return {"ok": False, "error": str(err)}
+        if result.ok:
+            turn.executed.append(call.name)
+        return {"ok": result.ok, "output": result.output, "error": result.error}
+
+    def _system_prompt(self, turn: _Turn) -> str:
+        soul = self._souls.soul(turn.session.soul_id)
+        snapshot = self._souls.snapshot(turn.session.soul_id)
+        lines = []
+        if soul is not None:
+            lines.append(f"You are {soul.name}, a soul with the MBTI type {soul.mbti}.")
+            if soul.persona_text:
+                lines.append(f"Persona: {soul.persona_text}")
+        if snapshot is not None:
+            lines.append(
+                f"Your mood is {snapshot.mood.value} (pleasure {snapshot.p}, arousal "
+                f"{snapshot.a}, dominance {snapshot.d}); you are "
+                f"{snapshot.exec_mode.value.replace('_', ' ')} actions."
+            )
+        if turn.session.summary:
+            lines.append(f"Earlier in this conversation: {turn.session.summary}")
+        lines.append(
+            "Use the body's tools to act. Answer briefly in the user's language. "
+            "Answer NO_REPLY when nothing should be said."
+        )
+        return "\n".join(lines)
+
+
+@dataclass
+class _Turn:
+    """What one turn has found and done so far."""
+
+    request: ChatRequest
+    session: Session
+    exec_mode: ExecMode
+    exec_probability: float
+    decision: str = "fallback_reasoning"
+    route: str = "no_action"
+    reply: str = ""
+    executed: list[str] = field(default_factory=list)

@@ -1,0 +1,300 @@
+"""The chat pipeline (§4.2) against a real OpenAI-compatible HTTP test server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+import json
+from typing import Any
+
+import pytest
+
+from custom_components.soul.core.chat import (
+    NO_SOUL_ERROR,
+    TEXT_INPUT_ERROR,
+    ChatError,
+    ChatPipeline,
+    normalize_reply,
+    parse_chat_request,
+)
+from custom_components.soul.core.invoker import Invoker
+from custom_components.soul.core.llm import LLMEndpoint, OpenAICompatibleLLM
+from custom_components.soul.core.registry import TerminalRegistry
+from custom_components.soul.core.souls import Soul, SoulHub
+from custom_components.soul.core.topics import Kind, Topics
+from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, tool_call
+
+from .spec_payloads import catalog, skills
+
+T = "terminal-001"
+T0 = 1_771_753_200.0  # 2026-02-22T09:40:00Z = 17:40 in Shanghai
+
+
+class Body:
+    """A body on a fake bus: records publishes and answers invocations."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, dict[str, Any]]] = []
+        self.invoker: Invoker | None = None
+        self.answer: dict[str, Any] | None = {"ok": True, "output": "done"}
+
+    async def publish(self, topic: str, payload: str, qos: int, retain: bool) -> None:
+        message = json.loads(payload)
+        self.published.append((topic, message))
+        if "/invoke/" in topic and self.answer is not None and self.invoker is not None:
+            result = {"request_id": message["request_id"], **self.answer}
+            asyncio.get_running_loop().call_soon(
+                self.invoker.handle_result, T, message["request_id"], json.dumps(result)
+            )
+
+    def on(self, kind: str) -> list[dict[str, Any]]:
+        return [
+            m for t, m in self.published if t.endswith(f"/{kind}") or f"/{kind}/" in t
+        ]
+
+
+class Env:
+    """Registry, souls, invoker and pipeline around one announced terminal."""
+
+    def __init__(self, model: OpenAICompatibleLLM | None, mbti: str = "ENFP") -> None:
+        self.now = T0
+        self.body = Body()
+        topics = Topics("soul")
+        self.registry = TerminalRegistry()
+        self.registry.handle_message(Kind.ONLINE, T, "online")
+        self.registry.handle_message(Kind.SKILLS, T, json.dumps(skills()))
+        self.registry.handle_message(Kind.INTENT_CATALOG, T, json.dumps(catalog()))
+        self.souls = SoulHub(
+            topics, self.body.publish, clock=lambda: self.now, is_online=lambda _t: True
+        )
+        self.souls.set_souls([Soul("s1", "Aria", mbti, "Cheerful desk robot.")])
+        self.invoker = Invoker(self.registry, topics, self.body.publish, timeout=0.5)
+        self.body.invoker = self.invoker
+        self.pipeline = ChatPipeline(
+            self.registry,
+            self.souls,
+            self.invoker,
+            topics,
+            self.body.publish,
+            clock=lambda: self.now,
+            model=model,
+            default_timezone=lambda: "Asia/Shanghai",
+        )
+
+    async def say(self, text: str, **extra: Any) -> dict[str, Any]:
+        body = {
+            "session_id": "s1",
+            "terminal_id": T,
+            "inputs": [{"type": "keyboard_text", "text": text}],
+            **extra,
+        }
+        return await self.pipeline.chat(body)
+
+
+@pytest.fixture
+async def llm(fake_llm: FakeOpenAI) -> AsyncGenerator[OpenAICompatibleLLM]:
+    client = OpenAICompatibleLLM(LLMEndpoint(fake_llm.base_url, DEFAULT_MODEL))
+    yield client
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], "JSON object"),
+        ({"terminal_id": T, "inputs": [{"type": "keyboard_text", "text": "x"}]}, "session_id is required"),
+        ({"session_id": "s", "inputs": [{"type": "keyboard_text", "text": "x"}]}, "terminal_id is required"),
+        ({"session_id": "s", "terminal_id": T}, "inputs is required"),
+        ({"session_id": "s", "terminal_id": T, "inputs": []}, "inputs is required"),
+        ({"session_id": "s", "terminal_id": T, "inputs": [{"type": "image", "media": {}}]}, TEXT_INPUT_ERROR),
+        ({"session_id": "s", "terminal_id": T, "inputs": [{"type": "keyboard_text", "text": "  "}]}, TEXT_INPUT_ERROR),
+        ({"session_id": "s", "terminal_id": T, "inputs": ["x"]}, "every input must be an object"),
+    ],
+)  # fmt: skip
+def test_request_validation(body: Any, message: str) -> None:
+    with pytest.raises(ChatError, match=message.replace("|", r"\|")):
+        parse_chat_request(body)
+
+
+def test_other_inputs_are_context() -> None:
+    request = parse_chat_request(
+        {
+            "session_id": "s",
+            "terminal_id": T,
+            "inputs": [
+                {"type": "presence", "value": True},
+                {"type": "speech_text", "text": " 开灯 "},
+            ],
+        }
+    )
+    assert request.text == "开灯"
+    assert request.context == ({"type": "presence", "value": True},)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reply"),
+    [
+        ("<NO_REPLY>", ""),
+        ("NO_REPLY", ""),
+        (" [NO_REPLY] ", ""),
+        (None, ""),
+        ("Hi", "Hi"),
+    ],
+)
+def test_no_reply(raw: str | None, reply: str) -> None:
+    assert normalize_reply(raw) == reply
+
+
+async def test_no_soul_is_an_error() -> None:
+    env = Env(None)
+    with pytest.raises(ChatError, match=NO_SOUL_ERROR):
+        await env.say("开灯")
+    # Naming an existing soul in the request selects it.
+    response = await env.say("开灯", soul_id="s1")
+    assert response["soul_id"] == "s1"
+
+
+async def test_intent_path_publishes_intent_action_without_a_model() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    response = await env.say("把灯调成绿色")
+    assert response["intent_decision"] == "execute_intents"
+    assert response["exec_mode"] == "auto_execute"
+    assert response["executed_skills"] == ["control_light"]
+    assert response["reply"]
+    assert set(response) == {
+        "session_id", "terminal_id", "soul_id", "reply", "executed_skills",
+        "context_summary", "intent_decision", "exec_mode", "exec_probability",
+    }  # fmt: skip
+    # emotion_update first (recognition), then intent_action.
+    kinds = [t.rsplit("/", 1)[-1] for t, _ in env.body.published]
+    assert kinds == ["emotion_update", "intent_action"]
+    (action,) = env.body.on("intent_action")
+    assert action["session_id"] == "s1" and action["soul_id"] == "s1"
+    assert action["intents"][0]["normalized"] == {
+        "skill": "control_light", "mode": "set_color", "color": "green"
+    }  # fmt: skip
+    assert action["exec_probability"] == response["exec_probability"]
+    assert env.pipeline.last_route == "intent"
+
+
+async def test_blocked_soul_declines_and_confirm_asks_first() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    response = await env.say("气死我了！！！滚！！！")  # a shock
+    assert response["exec_mode"] == "blocked"
+    response = await env.say("开灯")
+    assert response["exec_mode"] == "blocked"
+    assert response["executed_skills"] == []
+    assert not env.body.on("intent_action")
+    assert response["reply"]
+
+    confirm = Env(None)
+    confirm.souls.bind(T, "s1")
+    state = confirm.souls._states["s1"]
+    confirm.souls._states["s1"] = state.__class__(
+        p=-0.5, a=0.0, d=0.0, at=state.at, last_input_at=state.at
+    )
+    response = await confirm.say("开灯")
+    assert response["exec_mode"] == "confirm"
+    assert not confirm.body.on("intent_action")
+    assert "?" in response["reply"] or "？" in response["reply"]
+    response = await confirm.say("好的")
+    assert response["executed_skills"] == ["control_light"]
+    assert len(confirm.body.on("intent_action")) == 1
+
+
+async def test_no_action_and_no_model() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    response = await env.say("不要开灯")
+    assert response["intent_decision"] == "no_action"
+    assert response["reply"] == ""
+    response = await env.say("讲个笑话吧")
+    assert response["intent_decision"] == "fallback_reasoning"
+    assert "语言模型" in response["reply"]
+    response = await env.say("Tell me a joke")
+    assert "language model" in response["reply"]
+
+
+async def test_llm_tool_call_round_trip(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.reply(tool_calls=[tool_call("set_head_motion", {"action": "点头"})])
+    fake_llm.reply("点好头啦！")
+    response = await env.say("你觉得今天怎么样？")
+    assert response["intent_decision"] == "fallback_reasoning"
+    assert response["reply"] == "点好头啦！"
+    assert response["executed_skills"] == ["set_head_motion"]
+    (invoke,) = env.body.on("invoke")
+    assert invoke["skill"] == "set_head_motion"
+    first, second = fake_llm.chat_requests
+    assert {t["function"]["name"] for t in first["tools"]} == {
+        "control_light", "create_alarm", "set_head_motion"
+    }  # fmt: skip
+    assert "Aria" in first["messages"][0]["content"]
+    assert "Cheerful desk robot." in first["messages"][0]["content"]
+    tool_message = second["messages"][-1]
+    assert tool_message["role"] == "tool"
+    assert json.loads(tool_message["content"])["ok"] is True
+    assert env.pipeline.usage["prompt_tokens"] >= 0
+    assert env.pipeline.last_route == "llm"
+
+
+async def test_malformed_and_invalid_tool_calls_are_fed_back(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.reply(
+        tool_calls=[
+            tool_call("set_head_motion", "{not json"),
+            tool_call("set_head_motion", {"action": "dance"}),
+            tool_call("no_such_skill", {}),
+        ]
+    )
+    fake_llm.reply("<NO_REPLY>")
+    response = await env.say("随便做点什么吧")
+    assert response["reply"] == ""
+    assert response["executed_skills"] == []
+    assert not env.body.on("invoke")
+    results = [
+        json.loads(m["content"])
+        for m in fake_llm.chat_requests[1]["messages"]
+        if m["role"] == "tool"
+    ]
+    assert [r["ok"] for r in results] == [False, False, False]
+    assert "not valid JSON" in results[0]["error"]
+    assert "invalid arguments" in results[1]["error"]
+    assert "no skill" in results[2]["error"]
+
+
+async def test_rounds_are_bounded(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    env.pipeline.max_rounds = 2
+    for _ in range(3):
+        fake_llm.reply(
+            "thinking", tool_calls=[tool_call("set_head_motion", {"action": "点头"})]
+        )
+    response = await env.say("陪我玩个游戏吧")
+    assert len(fake_llm.chat_requests) == 2
+    assert response["executed_skills"] == ["set_head_motion", "set_head_motion"]
+
+
+@pytest.mark.parametrize("status", [401, 500])
+async def test_llm_errors_give_a_reply(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM, status: int
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.fail(status)
+    fake_llm.fail(status)  # the client retries once
+    response = await env.say("你觉得人生的意义是什么？")
+    assert response["intent_decision"] == "fallback_reasoning"
+    assert response["reply"]
+    assert response["executed_skills"] == []

@@ -1,0 +1,74 @@
+"""POST /api/soul/v1/chat in Home Assistant (mocked MQTT)."""
+
+from __future__ import annotations
+
+import json
+
+from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.typing import (
+    ClientSessionGenerator,
+    MqttMockHAClient,
+)
+
+from custom_components.soul.core.chat import NO_SOUL_ERROR, TEXT_INPUT_ERROR
+
+from .test_terminals import T, announce
+
+URL = "/api/soul/v1/chat"
+
+
+def turn(text: str, **extra: object) -> dict[str, object]:
+    """Return a §4.2.1 body."""
+    return {
+        "session_id": "s1",
+        "terminal_id": T,
+        "inputs": [{"type": "keyboard_text", "text": text}],
+        **extra,
+    }
+
+
+async def test_chat_runs_the_intent_path(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+    mqtt_mock: MqttMockHAClient,
+) -> None:
+    announce(hass)  # soul_hint binds the body to a new "friendly" soul
+    await hass.async_block_till_done()
+    client = await hass_client()
+    response = await client.post(URL, json=turn("把灯调成绿色"))
+    assert response.status == 200
+    body = await response.json()
+    assert body["intent_decision"] == "execute_intents"
+    assert body["executed_skills"] == ["control_light"]
+    assert body["exec_mode"] == "auto_execute"
+    published = [
+        (c.args[0].rsplit("/", 1)[-1], json.loads(c.args[1]))
+        for c in mqtt_mock.async_publish.call_args_list
+        if c.args[0].startswith(f"soul/terminal/{T}/")
+    ]
+    kinds = [k for k, p in published if p.get("session_id") != "system_decay_tick"]
+    assert kinds == ["emotion_update", "intent_action"]
+    # Without a language model the model path answers in character.
+    body = await (await client.post(URL, json=turn("讲个笑话吧"))).json()
+    assert body["intent_decision"] == "fallback_reasoning"
+    assert "语言模型" in body["reply"]
+
+
+async def test_chat_errors(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+) -> None:
+    client = await hass_client()
+    response = await client.post(URL, json=turn("开灯"))
+    assert response.status == 400
+    assert (await response.json()) == {"error": NO_SOUL_ERROR}
+    response = await client.post(
+        URL, json={"session_id": "s", "terminal_id": T, "inputs": [{"type": "image"}]}
+    )
+    assert (await response.json()) == {"error": TEXT_INPUT_ERROR}
+    response = await client.post(URL, data=b"{x")
+    assert response.status == 400
+    assert "not valid JSON" in (await response.json())["error"]
