@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 import json
+from typing import Any
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_time_changed,
+)
 from pytest_homeassistant_custom_component.typing import (
     ClientSessionGenerator,
     MqttMockHAClient,
@@ -72,3 +78,31 @@ async def test_chat_errors(
     response = await client.post(URL, data=b"{x")
     assert response.status == 400
     assert "not valid JSON" in (await response.json())["error"]
+
+
+async def test_idle_summary_and_restart(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+    hass_storage: dict[str, Any],
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    entry = init_integration
+    announce(hass)
+    await hass.async_block_till_done()
+    client = await hass_client()
+    await client.post(URL, json=turn("我叫小明，喜欢绿色"))
+    # Unloaded before 3 minutes: the session is stored, unsummarised.
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    stored = hass_storage["soul.sessions"]["data"]["sessions"]
+    assert stored[0]["summary"] == ""
+    freezer.tick(timedelta(minutes=10))
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    freezer.tick(timedelta(seconds=15))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    session = entry.runtime_data.chat.sessions["s1"]
+    assert "小明" in session.summary
+    body = await (await client.post(URL, json=turn("你好"))).json()
+    assert "小明" in body["context_summary"]

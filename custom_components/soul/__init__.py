@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from homeassistant.components import mqtt
 from homeassistant.const import Platform
@@ -14,7 +14,7 @@ from homeassistant.helpers import (
     device_registry as dr,
     issue_registry as ir,
 )
-from homeassistant.helpers.event import async_call_later
+from homeassistant.helpers.event import async_call_later, async_track_time_interval
 from homeassistant.helpers.typing import ConfigType
 
 from .const import DOMAIN
@@ -23,7 +23,8 @@ from .core.topics import valid_terminal_id
 from .entity import find_device, terminal_device_info
 from .runtime import SoulConfigEntry, async_create_runtime
 from .services import async_setup_services
-from .souls import async_start_souls, async_sync_souls, create_store, soul_id_of_device
+from .souls import async_start_souls, async_sync_souls, soul_id_of_device
+from .storage import DebouncedStore
 from .views import async_register_views
 
 PLATFORMS: list[Platform] = [
@@ -37,6 +38,8 @@ PLATFORMS: list[Platform] = [
 ISSUE_MQTT_NOT_CONFIGURED = "mqtt_not_configured"
 # How long after setup a terminal device without a retained snapshot counts as stale.
 STALE_DEVICE_DELAY = 60
+# How often idle sessions are looked for (a session is idle after 3 minutes).
+SUMMARY_CHECK_INTERVAL = timedelta(seconds=15)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
@@ -71,6 +74,15 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
     entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_start_souls(hass, entry)
+    entry.async_on_unload(
+        async_track_time_interval(
+            hass,
+            _summarize_idle(hass, entry),
+            SUMMARY_CHECK_INTERVAL,
+            name="soul idle session summaries",
+            cancel_on_shutdown=True,
+        )
+    )
     # Subscribe last: retained snapshots then find every listener in place.
     await runtime.bridge.async_start()
     entry.async_on_unload(runtime.bridge.async_stop)
@@ -86,6 +98,20 @@ async def _async_entry_updated(hass: HomeAssistant, entry: SoulConfigEntry) -> N
         hass.config_entries.async_schedule_reload(entry.entry_id)
         return
     async_sync_souls(hass, entry)
+
+
+def _summarize_idle(
+    hass: HomeAssistant, entry: SoulConfigEntry
+) -> Callable[[datetime], None]:
+    """Return the job that summarises sessions idle for 3 minutes, off the chat path."""
+
+    @callback
+    def check(_now: datetime) -> None:
+        entry.async_create_background_task(
+            hass, entry.runtime_data.chat.summarize_idle(), "soul idle summaries"
+        )
+
+    return check
 
 
 def _stale_device_cleanup(
@@ -138,13 +164,15 @@ def _device_sync(
 async def async_unload_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
     """Unload the Soul hub, writing the souls' state first."""
     runtime = entry.runtime_data
-    await runtime.store.async_save(runtime.souls.dump())
+    await runtime.store.async_flush()
+    await runtime.sessions_store.async_flush()
     return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
-    """Forget bindings and emotion states when the hub entry is deleted."""
-    await create_store(hass).async_remove()
+    """Forget bindings, emotion states and sessions when the hub entry is deleted."""
+    for name in ("souls", "sessions"):
+        await DebouncedStore(hass, name).async_remove()
 
 
 async def async_remove_config_entry_device(

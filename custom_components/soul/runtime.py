@@ -28,9 +28,8 @@ from .core.souls import SoulHub
 from .core.topics import Topics
 
 if TYPE_CHECKING:
-    from homeassistant.helpers.storage import Store
-
     from .mqtt_bridge import MqttBridge
+    from .storage import DebouncedStore
 
 
 @dataclass(slots=True)
@@ -44,7 +43,8 @@ class SoulRuntime:
     bridge: MqttBridge
     souls: SoulHub
     chat: ChatPipeline
-    store: Store[dict[str, Any]]
+    store: DebouncedStore
+    sessions_store: DebouncedStore
     # The options the runtime was built from: other changes need no reload.
     options: dict[str, Any]
 
@@ -82,7 +82,8 @@ async def async_create_runtime(
 ) -> SoulRuntime:
     """Build the runtime objects of a hub entry from its options."""
     from .mqtt_bridge import MqttBridge  # noqa: PLC0415
-    from .souls import SAVE_DELAY, create_store, now_timestamp  # noqa: PLC0415
+    from .souls import now_timestamp  # noqa: PLC0415
+    from .storage import DebouncedStore  # noqa: PLC0415
 
     llm = None
     if endpoint := llm_endpoint_from_config(entry.options):
@@ -97,34 +98,21 @@ async def async_create_runtime(
         timeout=entry.options.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT),
     )
     bridge.invoker = invoker
-    store = create_store(hass)
+    store = DebouncedStore(hass, "souls")
+    sessions_store = DebouncedStore(hass, "sessions")
 
     def is_online(terminal_id: str) -> bool:
         terminal = registry.get(terminal_id)
         return terminal is not None and terminal.available
-
-    save_pending = False
-
-    def data_to_save() -> dict[str, Any]:
-        nonlocal save_pending
-        save_pending = False
-        return souls.dump()
-
-    def schedule_save() -> None:
-        # The hub is dirty after every tick; re-arming the delay each time
-        # would postpone the write forever, so arm it only when idle.
-        nonlocal save_pending
-        if not save_pending:
-            save_pending = True
-            store.async_delay_save(data_to_save, SAVE_DELAY)
 
     souls = SoulHub(
         topics,
         bridge.async_publish,
         clock=now_timestamp,
         is_online=is_online,
-        on_dirty=schedule_save,
+        on_dirty=store.schedule,
     )
+    store.dump = souls.dump
     souls.load(await store.async_load())
     chat = ChatPipeline(
         registry,
@@ -135,7 +123,10 @@ async def async_create_runtime(
         clock=now_timestamp,
         model=llm,
         default_timezone=lambda: hass.config.time_zone,
+        on_dirty=sessions_store.schedule,
     )
+    sessions_store.dump = chat.dump
+    chat.load(await sessions_store.async_load())
     return SoulRuntime(
         topics=topics,
         llm=llm,
@@ -145,5 +136,6 @@ async def async_create_runtime(
         souls=souls,
         chat=chat,
         store=store,
+        sessions_store=sessions_store,
         options=dict(entry.options),
     )

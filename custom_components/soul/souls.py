@@ -19,7 +19,6 @@ from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 from homeassistant.helpers.event import async_track_time_interval
-from homeassistant.helpers.storage import Store
 from homeassistant.util import dt as dt_util
 
 from .const import (
@@ -42,12 +41,11 @@ from .core.emotion.dynamics import ExecMode, clamp_tick_interval
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
 from .core.registry import Change, Terminal
-from .core.souls import STORAGE_VERSION, Soul, SoulError, SoulEvent, SoulHub
+from .core.souls import Soul, SoulError, SoulEvent, SoulHub
 from .entity import find_device
 from .runtime import SoulConfigEntry
 
-STORAGE_KEY = f"{DOMAIN}.souls"
-SAVE_DELAY = 10
+STORAGE_KEY = f"{DOMAIN}.souls"  # written by storage.DebouncedStore
 SOUL_IDENTIFIER_PREFIX = "soul/"  # "/" never occurs in a terminal id
 
 
@@ -177,11 +175,6 @@ def soul_as_dict(hub: SoulHub, soul: Soul) -> dict[str, Any]:
         "baseline": dict(zip("pad", soul.persona.baseline, strict=True)),
         "emotion": None if snapshot is None else snapshot.as_dict(),
     }
-
-
-def create_store(hass: HomeAssistant) -> Store[dict[str, Any]]:
-    """Return the store of bindings and emotion states."""
-    return Store(hass, STORAGE_VERSION, STORAGE_KEY)
 
 
 def tick_interval(entry: SoulConfigEntry) -> float:

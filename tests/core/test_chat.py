@@ -298,3 +298,62 @@ async def test_llm_errors_give_a_reply(
     assert response["intent_decision"] == "fallback_reasoning"
     assert response["reply"]
     assert response["executed_skills"] == []
+
+
+async def test_idle_sessions_are_summarised_once(fake_llm: FakeOpenAI) -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    summaries: list[str] = []
+
+    async def remember(session: Any) -> None:
+        summaries.append(session.summary)
+
+    env.pipeline.on_summary = remember
+    await env.say("我叫小明，我喜欢绿色")
+    env.now += 120
+    await env.say("把灯调成绿色")
+    env.now += 179  # the second user turn reset the 3-minute timer
+    assert await env.pipeline.summarize_idle() == []
+    env.now += 1
+    (session,) = await env.pipeline.summarize_idle()
+    assert "小明" in session.summary and "绿色" in session.summary
+    assert summaries == [session.summary]
+    env.now += 600
+    assert await env.pipeline.summarize_idle() == []  # nothing new said
+    response = await env.say("你好")
+    assert response["context_summary"] == session.summary
+
+
+async def test_summary_by_the_model(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.reply("你是小明呀。")  # the turn
+    fake_llm.reply("用户小明喜欢绿色。")  # the summary
+    await env.say("你觉得我是谁？")
+    env.now += 180
+    (session,) = await env.pipeline.summarize_idle()
+    assert session.summary == "用户小明喜欢绿色。"
+    # A failing model falls back to the extractive summary.
+    fake_llm.fail(500)
+    fake_llm.fail(500)
+    fake_llm.fail(500)
+    fake_llm.fail(500)
+    await env.say("今天天气怎么样？")
+    env.now += 180
+    (session,) = await env.pipeline.summarize_idle()
+    assert "今天天气怎么样" in session.summary
+
+
+async def test_pending_sessions_survive_a_restart() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    await env.say("记住我家猫叫咪咪")
+    stored = json.loads(json.dumps(env.pipeline.dump()))
+    later = Env(None)
+    later.now = env.now + 3600  # down for an hour
+    later.pipeline.load(stored)
+    later.pipeline.load({"sessions": [{"session_id": "broken"}]})  # ignored
+    (session,) = await later.pipeline.summarize_idle()
+    assert "咪咪" in session.summary

@@ -54,7 +54,10 @@ MAX_INPUTS = 32
 MAX_TEXT = 4096
 MAX_ID = 128
 MAX_TURNS = 20
+MAX_SESSIONS = 256
 DEFAULT_MAX_ROUNDS = 3
+IDLE_SECONDS = 180.0  # §2 step 12: a session idle this long is summarised
+MAX_SUMMARY = 600
 _NO_REPLY = re.compile(r"^\s*(?:<NO_REPLY>|\[NO_REPLY\]|NO_REPLY)\s*$")
 _YES = re.compile(
     r"^\s*(?:好的?|好啊|可以|行|是的?|对|确认|执行吧?|嗯|yes|yeah|yep|sure|ok(?:ay)?|"
@@ -165,6 +168,61 @@ class Session:
     )
     # Intents awaiting the user's yes (exec_mode "confirm").
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # ``last_user_at`` of the turn the summary covers (0: none yet).
+    summarized_for: float = 0.0
+
+    def idle(self, now: float) -> bool:
+        """Return whether the session has been idle long enough and is unsummarised."""
+        return (
+            self.last_user_at > self.summarized_for
+            and now - self.last_user_at >= IDLE_SECONDS
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the session for storage (pending intents are not kept)."""
+        return {
+            "session_id": self.session_id,
+            "terminal_id": self.terminal_id,
+            "soul_id": self.soul_id,
+            "user_id": self.user_id,
+            "turns": list(self.turns),
+            "last_user_at": self.last_user_at,
+            "summary": self.summary,
+            "summarized_for": self.summarized_for,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Session | None:
+        """Return a stored session, or None when malformed."""
+        try:
+            session = cls(
+                session_id=str(data["session_id"]),
+                terminal_id=str(data["terminal_id"]),
+                soul_id=str(data["soul_id"]),
+                user_id=data.get("user_id"),
+                last_user_at=float(data["last_user_at"]),
+                summary=str(data.get("summary", "")),
+                summarized_for=float(data.get("summarized_for", 0.0)),
+            )
+            session.turns.extend(
+                {"role": str(t["role"]), "content": str(t["content"])}
+                for t in data.get("turns", [])
+                if t.get("role") in ("user", "assistant")
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return session
+
+
+def extractive_summary(session: Session) -> str:
+    """Summarise without a model: the user's turns, newest last, within a limit."""
+    said = [
+        t["content"].replace("\n", " ") for t in session.turns if t["role"] == "user"
+    ]
+    text = " / ".join(said)
+    if len(text) > MAX_SUMMARY:
+        text = "… " + text[-(MAX_SUMMARY - 2) :]
+    return text
 
 
 _PHRASES = {
@@ -209,6 +267,8 @@ class ChatPipeline:
         model: ChatModel | None = None,
         default_timezone: Callable[[], str] = lambda: "UTC",
         max_rounds: int = DEFAULT_MAX_ROUNDS,
+        on_summary: Callable[[Session], Awaitable[None]] | None = None,
+        on_dirty: Callable[[], None] = lambda: None,
     ) -> None:
         """Wire the pipeline to its collaborators (all injectable for tests)."""
         self._registry = registry
@@ -223,6 +283,72 @@ class ChatPipeline:
         self.sessions: dict[str, Session] = {}
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.last_route: str | None = None
+        # The memory hook: called with each new idle summary (issue 7 fills it).
+        self.on_summary = on_summary
+        self._on_dirty = on_dirty
+
+    # -- sessions -----------------------------------------------------------------
+
+    def load(self, data: Any) -> None:
+        """Take stored sessions (``dump()``'s); unsummarised ones are summarised later."""
+        if not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
+            return
+        for raw in data["sessions"][-MAX_SESSIONS:]:
+            if (session := Session.from_dict(raw)) is not None:
+                self.sessions[session.session_id] = session
+
+    def dump(self) -> dict[str, Any]:
+        """Return the sessions for storage."""
+        return {"sessions": [s.as_dict() for s in self.sessions.values()]}
+
+    async def summarize_idle(self) -> list[Session]:
+        """Summarise every session idle for 3 minutes since its last user turn.
+
+        Runs off the chat path (the glue calls it periodically). A summary is
+        made by the model when there is one, else extractively; it becomes the
+        session's ``context_summary`` and goes to the memory hook.
+        """
+        now = self._clock()
+        done = []
+        for session in [s for s in self.sessions.values() if s.idle(now)]:
+            covered = session.last_user_at
+            session.summary = await self._summary(session)
+            session.summarized_for = covered
+            done.append(session)
+            if self.on_summary is not None:
+                try:
+                    await self.on_summary(session)
+                except Exception:
+                    _LOGGER.exception(
+                        "The summary hook failed for %s", session.session_id
+                    )
+        if done:
+            self._on_dirty()
+        return done
+
+    async def _summary(self, session: Session) -> str:
+        if self.model is not None:
+            transcript = "\n".join(
+                f"{t['role']}: {t['content']}" for t in session.turns
+            )
+            try:
+                answer = await self.model.chat(
+                    [
+                        {
+                            "role": "system",
+                            "content": "Summarise this conversation in at most three "
+                            "sentences, in its language. Keep facts about the user.",
+                        },
+                        {"role": "user", "content": transcript},
+                    ],
+                    [],
+                )
+            except LLMError as err:
+                _LOGGER.warning("Summary by the model failed: %s", err)
+            else:
+                if text := normalize_reply(answer.content):
+                    return text[:MAX_SUMMARY]
+        return extractive_summary(session)
 
     # -- the turn ---------------------------------------------------------------
 
@@ -275,7 +401,10 @@ class ChatPipeline:
             session = self.sessions[request.session_id] = Session(
                 request.session_id, request.terminal_id, soul_id, request.user_id
             )
+            while len(self.sessions) > MAX_SESSIONS:
+                del self.sessions[next(iter(self.sessions))]
         session.soul_id = soul_id
+        self._on_dirty()
         return session
 
     async def _route(self, turn: _Turn) -> None:
