@@ -8,6 +8,7 @@ from typing import Any
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
     async_fire_time_changed,
@@ -17,7 +18,9 @@ from pytest_homeassistant_custom_component.typing import (
     MqttMockHAClient,
 )
 
+from custom_components.soul.const import DOMAIN
 from custom_components.soul.core.chat import NO_SOUL_ERROR, TEXT_INPUT_ERROR
+from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
 
 from .test_terminals import T, announce
 
@@ -57,9 +60,15 @@ async def test_chat_runs_the_intent_path(
     kinds = [k for k, p in published if p.get("session_id") != "system_decay_tick"]
     assert kinds == ["emotion_update", "intent_action"]
     # Without a language model the model path answers in character.
+    assert not ir.async_get(hass).async_get_issue(DOMAIN, "llm_not_configured")
     body = await (await client.post(URL, json=turn("讲个笑话吧"))).json()
     assert body["intent_decision"] == "fallback_reasoning"
     assert "语言模型" in body["reply"]
+    # The owner learns how to configure one.
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "llm_not_configured")
+    diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
+    assert diagnostics["chat"]["last_route"] == "llm"
+    assert diagnostics["chat"]["sessions"] == 1
 
 
 async def test_chat_errors(

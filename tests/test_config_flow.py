@@ -18,6 +18,7 @@ from custom_components.soul.const import (
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
+    CONF_MAX_TOOL_ROUNDS,
     CONF_TOPIC_PREFIX,
     DOMAIN,
 )
@@ -35,6 +36,7 @@ def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, 
         CONF_LLM_MODEL: DEFAULT_MODEL,
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
+        CONF_MAX_TOOL_ROUNDS: 3,
         **extra,
     }
     if api_key:
@@ -67,6 +69,7 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
         CONF_TOPIC_PREFIX: "home/soul",
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
+        CONF_MAX_TOOL_ROUNDS: 3,
     }
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
@@ -265,6 +268,7 @@ async def test_options_flow_turns_llm_off(
         CONF_TOPIC_PREFIX: "soul",
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
+        CONF_MAX_TOOL_ROUNDS: 3,
     }
     assert entry.runtime_data.llm is None
 

@@ -17,7 +17,7 @@ from homeassistant.helpers import (
 from homeassistant.helpers.event import async_call_later, async_track_time_interval
 from homeassistant.helpers.typing import ConfigType
 
-from .const import DOMAIN
+from .const import DOMAIN, ISSUE_LLM_NOT_CONFIGURED
 from .core.registry import Change, Terminal
 from .core.topics import valid_terminal_id
 from .entity import find_device, terminal_device_info
@@ -69,6 +69,8 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
             translation_domain=DOMAIN, translation_key="mqtt_unavailable"
         )
     runtime = entry.runtime_data = await async_create_runtime(hass, entry)
+    if runtime.llm is not None:
+        ir.async_delete_issue(hass, DOMAIN, ISSUE_LLM_NOT_CONFIGURED)
     entry.async_on_unload(runtime.registry.subscribe(_device_sync(hass, entry)))
     async_sync_souls(hass, entry)
     entry.async_on_unload(entry.add_update_listener(_async_entry_updated))

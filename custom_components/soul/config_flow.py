@@ -36,6 +36,7 @@ from .const import (
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
+    CONF_MAX_TOOL_ROUNDS,
     CONF_MBTI_TYPE,
     CONF_NAME,
     CONF_PERSONA,
@@ -43,6 +44,7 @@ from .const import (
     CONF_USER_ID,
     DEFAULT_EMOTION_TICK_INTERVAL,
     DEFAULT_INVOKE_TIMEOUT,
+    DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
     LOGGER,
@@ -76,6 +78,11 @@ SETTINGS_SCHEMA = vol.Schema(
                 unit_of_measurement="s",
                 mode=NumberSelectorMode.BOX,
             )
+        ),
+        vol.Optional(
+            CONF_MAX_TOOL_ROUNDS, default=DEFAULT_MAX_TOOL_ROUNDS
+        ): NumberSelector(
+            NumberSelectorConfig(min=1, max=8, step=1, mode=NumberSelectorMode.BOX)
         ),
         vol.Optional(
             CONF_EMOTION_TICK_INTERVAL, default=DEFAULT_EMOTION_TICK_INTERVAL
@@ -121,6 +128,9 @@ async def _async_validate(
     }
     settings[CONF_INVOKE_TIMEOUT] = float(
         user_input.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
+    )
+    settings[CONF_MAX_TOOL_ROUNDS] = max(
+        1, min(8, int(user_input.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)))
     )
     settings[CONF_EMOTION_TICK_INTERVAL] = clamp_tick_interval(
         user_input.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)

@@ -36,3 +36,7 @@ EVENT_EMOTION_UPDATE: Final = "soul_emotion_update"
 EVENT_USER_EMOTION: Final = "soul_user_emotion"
 EVENT_MOOD_CHANGED: Final = "soul_mood_changed"
 EVENT_EXEC_MODE_CHANGED: Final = "soul_exec_mode_changed"
+
+CONF_MAX_TOOL_ROUNDS: Final = "max_tool_rounds"
+DEFAULT_MAX_TOOL_ROUNDS: Final = 3
+ISSUE_LLM_NOT_CONFIGURED: Final = "llm_not_configured"

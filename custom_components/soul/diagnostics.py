@@ -70,4 +70,15 @@ async def async_get_config_entry_diagnostics(
             for soul in runtime.souls.souls.values()
         ],
         "bindings": dict(runtime.souls.bindings()),
+        "chat": {
+            "token_usage": dict(runtime.chat.usage),
+            "last_route": runtime.chat.last_route,
+            "max_rounds": runtime.chat.max_rounds,
+            "sessions": len(runtime.chat.sessions),
+            "sessions_awaiting_summary": sum(
+                1
+                for s in runtime.chat.sessions.values()
+                if s.summarized_for < s.last_user_at
+            ),
+        },
     }

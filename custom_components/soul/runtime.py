@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.httpx_client import get_async_client
 
 from .const import (
@@ -16,9 +17,13 @@ from .const import (
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
+    CONF_MAX_TOOL_ROUNDS,
     CONF_TOPIC_PREFIX,
     DEFAULT_INVOKE_TIMEOUT,
+    DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_TOPIC_PREFIX,
+    DOMAIN,
+    ISSUE_LLM_NOT_CONFIGURED,
 )
 from .core.chat import ChatPipeline
 from .core.invoker import Invoker
@@ -123,7 +128,18 @@ async def async_create_runtime(
         clock=now_timestamp,
         model=llm,
         default_timezone=lambda: hass.config.time_zone,
+        max_rounds=int(
+            entry.options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
+        ),
         on_dirty=sessions_store.schedule,
+        on_no_model=lambda: ir.async_create_issue(
+            hass,
+            DOMAIN,
+            ISSUE_LLM_NOT_CONFIGURED,
+            is_fixable=False,
+            severity=ir.IssueSeverity.WARNING,
+            translation_key=ISSUE_LLM_NOT_CONFIGURED,
+        ),
     )
     sessions_store.dump = chat.dump
     chat.load(await sessions_store.async_load())

@@ -269,6 +269,7 @@ class ChatPipeline:
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         on_summary: Callable[[Session], Awaitable[None]] | None = None,
         on_dirty: Callable[[], None] = lambda: None,
+        on_no_model: Callable[[], None] = lambda: None,
     ) -> None:
         """Wire the pipeline to its collaborators (all injectable for tests)."""
         self._registry = registry
@@ -286,6 +287,7 @@ class ChatPipeline:
         # The memory hook: called with each new idle summary (issue 7 fills it).
         self.on_summary = on_summary
         self._on_dirty = on_dirty
+        self._on_no_model = on_no_model
 
     # -- sessions -----------------------------------------------------------------
 
@@ -525,6 +527,7 @@ class ChatPipeline:
         turn.route = "llm"
         if self.model is None:
             turn.reply = _phrase(turn.request.text, "no_model")
+            self._on_no_model()
             return
         terminal = self._registry.get(turn.request.terminal_id)
         skills = (
