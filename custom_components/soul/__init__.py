@@ -30,6 +30,7 @@ from .views import async_register_views
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
     Platform.BUTTON,
+    Platform.CONVERSATION,
     Platform.EVENT,
     Platform.LIGHT,
     Platform.SELECT,

@@ -8,18 +8,22 @@ from typing import Any
 from homeassistant.components import mqtt
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
     OptionsFlow,
     SubentryFlowResult,
 )
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.data_entry_flow import FlowHandler
+from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
+    SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
     SelectSelectorMode,
@@ -40,6 +44,7 @@ from .const import (
     CONF_MBTI_TYPE,
     CONF_NAME,
     CONF_PERSONA,
+    CONF_TERMINAL,
     CONF_TOPIC_PREFIX,
     CONF_USER_ID,
     DEFAULT_EMOTION_TICK_INTERVAL,
@@ -55,7 +60,13 @@ from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
 from .core.emotion.persona import MBTI_TYPES
 from .core.llm import LLMAuthError, LLMConnectionError
 from .core.souls import SoulError, validate_soul_fields
-from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
+from .core.topics import (
+    InvalidPrefixError,
+    Kind,
+    Topics,
+    normalize_prefix,
+    valid_terminal_id,
+)
 from .runtime import SoulConfigEntry, async_create_llm, llm_endpoint_from_config
 
 SETTINGS_SCHEMA = vol.Schema(
@@ -111,6 +122,31 @@ SOUL_SCHEMA = vol.Schema(
         vol.Optional(CONF_PERSONA): TextSelector(TextSelectorConfig(multiline=True)),
     }
 )
+
+
+def _soul_schema(hass: HomeAssistant, entry: ConfigEntry) -> vol.Schema:
+    """Return the soul form: name, type, persona, Assist body and LLM APIs."""
+    terminals: list[str] = []
+    if entry.state is ConfigEntryState.LOADED:
+        terminals = sorted(t.terminal_id for t in entry.runtime_data.registry)
+    apis = [
+        SelectOptionDict(label=api.name, value=api.id)
+        for api in llm.async_get_apis(hass)
+    ]
+    return SOUL_SCHEMA.extend(
+        {
+            vol.Optional(CONF_TERMINAL): SelectSelector(
+                SelectSelectorConfig(
+                    options=terminals,
+                    mode=SelectSelectorMode.DROPDOWN,
+                    custom_value=True,
+                )
+            ),
+            vol.Optional(CONF_LLM_HASS_API): SelectSelector(
+                SelectSelectorConfig(options=apis, multiple=True)
+            ),
+        }
+    )
 
 
 async def _async_validate(
@@ -290,6 +326,12 @@ def _soul_settings(
     }
     if persona := str(user_input.get(CONF_PERSONA) or "").strip():
         data[CONF_PERSONA] = persona
+    if terminal := str(user_input.get(CONF_TERMINAL) or "").strip():
+        if not valid_terminal_id(terminal):
+            return data, {CONF_TERMINAL: "invalid_terminal"}
+        data[CONF_TERMINAL] = terminal
+    if apis := user_input.get(CONF_LLM_HASS_API):
+        data[CONF_LLM_HASS_API] = list(apis)
     try:
         validate_soul_fields(data[CONF_NAME], data[CONF_MBTI_TYPE], persona)
     except SoulError as err:
@@ -313,7 +355,9 @@ class SoulSubentryFlow(ConfigSubentryFlow):
                 return self.async_create_entry(title=data[CONF_NAME], data=data)
         return self.async_show_form(
             step_id="user",
-            data_schema=self.add_suggested_values_to_schema(SOUL_SCHEMA, user_input),
+            data_schema=self.add_suggested_values_to_schema(
+                _soul_schema(self.hass, self._get_entry()), user_input
+            ),
             errors=errors,
         )
 
@@ -334,7 +378,8 @@ class SoulSubentryFlow(ConfigSubentryFlow):
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
-                SOUL_SCHEMA, user_input if user_input is not None else subentry.data
+                _soul_schema(self.hass, self._get_entry()),
+                user_input if user_input is not None else subentry.data,
             ),
             errors=errors,
         )

@@ -40,3 +40,4 @@ EVENT_EXEC_MODE_CHANGED: Final = "soul_exec_mode_changed"
 CONF_MAX_TOOL_ROUNDS: Final = "max_tool_rounds"
 DEFAULT_MAX_TOOL_ROUNDS: Final = 3
 ISSUE_LLM_NOT_CONFIGURED: Final = "llm_not_configured"
+CONF_TERMINAL: Final = "terminal_id"

@@ -249,6 +249,7 @@ class SoulDeviceEntity(Entity):
 
     async def async_added_to_hass(self) -> None:
         """Follow the soul's emotion."""
+        await super().async_added_to_hass()
         self._shown = self._state_key()
         self.async_on_remove(
             self.entry.runtime_data.souls.subscribe(self._async_soul_event)

@@ -357,3 +357,74 @@ async def test_pending_sessions_survive_a_restart() -> None:
     later.pipeline.load({"sessions": [{"session_id": "broken"}]})  # ignored
     (session,) = await later.pipeline.summarize_idle()
     assert "咪咪" in session.summary
+
+
+class HassTools:
+    """Extra tools as Home Assistant's Assist API would offer them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.specs = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "HassTurnOn",
+                    "description": "Turns on a device",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                    },
+                },
+            },
+            {
+                "type": "function",
+                "function": {
+                    "name": "Broken",
+                    "description": "fails",
+                    "parameters": {},
+                },
+            },
+        ]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        self.calls.append((name, arguments))
+        if name == "Broken":
+            raise RuntimeError("no such device")
+        return {"success": True}
+
+
+async def test_extra_tools_next_to_skills(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    tools = HassTools()
+    fake_llm.reply(
+        tool_calls=[
+            tool_call("HassTurnOn", {"name": "kitchen fan"}),
+            tool_call("Broken", {}),
+            tool_call("set_head_motion", {"action": "点头"}),
+        ]
+    )
+    fake_llm.reply("Done.")
+    response = await env.pipeline.chat(
+        {
+            "session_id": "s1",
+            "terminal_id": T,
+            "inputs": [
+                {"type": "speech_text", "text": "Could you help me with the kitchen?"}
+            ],
+        },
+        extra_tools=tools,
+    )
+    assert response["reply"] == "Done."
+    assert response["executed_skills"] == ["HassTurnOn", "set_head_motion"]
+    assert tools.calls == [("HassTurnOn", {"name": "kitchen fan"}), ("Broken", {})]
+    offered = {t["function"]["name"] for t in fake_llm.chat_requests[0]["tools"]}
+    assert {"HassTurnOn", "Broken", "control_light", "set_head_motion"} <= offered
+    results = [
+        json.loads(m["content"])
+        for m in fake_llm.chat_requests[1]["messages"]
+        if m["role"] == "tool"
+    ]
+    assert results[1] == {"ok": False, "error": "RuntimeError: no such device"}

@@ -82,6 +82,15 @@ class ChatModel(Protocol):
         """Return one completion."""
 
 
+class ExtraTools(Protocol):
+    """Tools offered next to the body's skills (e.g. Home Assistant's Assist API)."""
+
+    specs: list[dict[str, Any]]  # OpenAI function tools
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run a tool; raise for failures (the model reads the error)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     """A validated §4.2.1 request."""
@@ -354,8 +363,13 @@ class ChatPipeline:
 
     # -- the turn ---------------------------------------------------------------
 
-    async def chat(self, body: Any) -> dict[str, Any]:
-        """Answer one §4.2.1 request with a §4.2.2 response; raise ``ChatError``."""
+    async def chat(
+        self, body: Any, *, extra_tools: ExtraTools | None = None
+    ) -> dict[str, Any]:
+        """Answer one §4.2.1 request with a §4.2.2 response; raise ``ChatError``.
+
+        ``extra_tools`` are offered to the model next to the body's skills.
+        """
         request = parse_chat_request(body)
         soul = self._souls.soul_of(request.terminal_id)
         if soul is None and request.soul_id and self._souls.soul(request.soul_id):
@@ -373,7 +387,9 @@ class ChatPipeline:
             )
         except NoSoulError as err:
             raise ChatError(NO_SOUL_ERROR) from err
-        result = _Turn(request, session, snapshot.exec_mode, snapshot.exec_probability)
+        result = _Turn(
+            request, session, snapshot.exec_mode, snapshot.exec_probability, extra_tools
+        )
         if session.pending and _YES.match(request.text):
             intents, session.pending = session.pending, []
             await self._send_intents(result, intents)
@@ -544,6 +560,11 @@ class ChatPipeline:
             }
             for s in skills
         ]
+        if turn.extra_tools is not None:
+            names = {s.name for s in skills}
+            tools += [
+                t for t in turn.extra_tools.specs if t["function"]["name"] not in names
+            ]
         messages = [
             {"role": "system", "content": self._system_prompt(turn)},
             *list(turn.session.turns),
@@ -598,6 +619,24 @@ class ChatPipeline:
             return {"ok": False, "error": f"arguments are not valid JSON: {err}"}
         if not isinstance(arguments, dict):
             return {"ok": False, "error": "arguments must be a JSON object"}
+        extra = turn.extra_tools
+        terminal = self._registry.get(turn.request.terminal_id)
+        is_skill = (
+            terminal is not None
+            and terminal.skills is not None
+            and terminal.skills.skill(call.name) is not None
+        )
+        if (
+            extra is not None
+            and not is_skill
+            and any(t["function"]["name"] == call.name for t in extra.specs)
+        ):
+            try:
+                output = await extra.call(call.name, arguments)
+            except Exception as err:  # noqa: BLE001 - the model reads the error
+                return {"ok": False, "error": f"{type(err).__name__}: {err}"}
+            turn.executed.append(call.name)
+            return {"ok": True, "output": output}
         if turn.exec_mode is ExecMode.BLOCKED:
             return {"ok": False, "error": "the soul is not willing to act right now"}
         try:
@@ -641,6 +680,7 @@ class _Turn:
     session: Session
     exec_mode: ExecMode
     exec_probability: float
+    extra_tools: ExtraTools | None = None
     decision: str = "fallback_reasoning"
     route: str = "no_action"
     reply: str = ""

@@ -1,0 +1,126 @@
+"""Each soul is an Assist conversation agent acting through its body."""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.typing import MqttMockHAClient
+
+from custom_components.soul.const import (
+    CONF_LLM_BASE_URL,
+    CONF_LLM_MODEL,
+    CONF_TOPIC_PREFIX,
+    DOMAIN,
+)
+from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
+
+from .test_terminals import T, announce
+
+AGENT = "conversation.friendly"
+
+
+def intent_actions(mqtt_mock: MqttMockHAClient) -> list[dict[str, Any]]:
+    """Return the intent_action messages published so far."""
+    return [
+        json.loads(c.args[1])
+        for c in mqtt_mock.async_publish.call_args_list
+        if c.args[0].endswith("/intent_action")
+    ]
+
+
+async def test_assist_runs_the_intent_path(
+    hass: HomeAssistant, init_integration: MockConfigEntry, mqtt_mock: MqttMockHAClient
+) -> None:
+    announce(hass)  # creates and binds the soul "friendly"
+    await hass.async_block_till_done()
+    assert hass.states.get(AGENT) is not None
+    result = await conversation.async_converse(
+        hass, "把灯调成绿色", None, Context(), language="zh-cn", agent_id=AGENT
+    )
+    assert result.response.response_type is not None
+    assert result.response.speech["plain"]["speech"] == "好的。"
+    (action,) = intent_actions(mqtt_mock)
+    assert action["intents"][0]["normalized"]["color"] == "green"
+    assert action["session_id"] == result.conversation_id
+
+
+async def test_assist_with_the_model_and_home_assistant_tools(
+    hass: HomeAssistant, fake_llm: FakeOpenAI, mqtt_mock: MqttMockHAClient
+) -> None:
+    assert await async_setup_component(hass, "intent", {})
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_LLM_BASE_URL: fake_llm.base_url,
+            CONF_LLM_MODEL: DEFAULT_MODEL,
+        },
+        subentries_data=[
+            {
+                "data": {
+                    "name": "Aria",
+                    "mbti_type": "ENFP",
+                    "llm_hass_api": ["assist"],
+                },
+                "subentry_type": "soul",
+                "title": "Aria",
+                "unique_id": None,
+            }
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    soul_id = next(iter(entry.subentries))
+    entry.runtime_data.souls.bind(T, soul_id)
+    announce(hass)
+    await hass.async_block_till_done()
+    agent = "conversation.aria"
+    state = hass.states.get(agent)
+    assert (
+        state.attributes["supported_features"]
+        == conversation.ConversationEntityFeature.CONTROL
+    )
+    fake_llm.reply("Hello from Aria!")
+    result = await conversation.async_converse(
+        hass,
+        "What do you think about the weather?",
+        None,
+        Context(),
+        language="en",
+        agent_id=agent,
+    )
+    assert result.response.speech["plain"]["speech"] == "Hello from Aria!"
+    (request,) = fake_llm.chat_requests
+    offered = {t["function"]["name"] for t in request["tools"]}
+    assert "control_light" in offered  # the body's skills
+    assert "HassTurnOn" in offered  # and Assist's tools
+    assert "Aria" in request["messages"][0]["content"]
+
+
+async def test_a_soul_without_a_body_says_so(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    hass.config_entries.async_add_subentry(
+        init_integration,
+        ConfigSubentry(
+            data=MappingProxyType({"name": "Lonely", "mbti_type": "INFP"}),
+            subentry_type="soul",
+            title="Lonely",
+            unique_id=None,
+        ),
+    )
+    await hass.async_block_till_done()
+    result = await conversation.async_converse(
+        hass, "hello", None, Context(), language="en", agent_id="conversation.lonely"
+    )
+    assert result.response.error_code is not None
+    assert "no body" in result.response.speech["plain"]["speech"]
