@@ -21,6 +21,7 @@ from .const import DOMAIN, ISSUE_LLM_NOT_CONFIGURED
 from .core.registry import Change, Terminal
 from .core.topics import valid_terminal_id
 from .entity import find_device, terminal_device_info
+from .llm_api import async_register_api
 from .runtime import SoulConfigEntry, async_create_runtime
 from .services import async_setup_services
 from .souls import async_start_souls, async_sync_souls, soul_id_of_device
@@ -77,6 +78,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
     entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_start_souls(hass, entry)
+    entry.async_on_unload(async_register_api(hass, entry))
     entry.async_on_unload(
         async_track_time_interval(
             hass,

@@ -16,8 +16,8 @@ from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent, llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
-from voluptuous_openapi import convert
 
+from .compat import schema_to_json, tool_output
 from .const import CONF_TERMINAL, DOMAIN
 from .core.chat import ChatError
 from .core.souls import Soul
@@ -39,8 +39,8 @@ class AssistTools:
                 "function": {
                     "name": tool.name,
                     "description": tool.description or tool.name,
-                    "parameters": convert(
-                        tool.parameters, custom_serializer=api.custom_serializer
+                    "parameters": schema_to_json(
+                        tool.parameters, api.custom_serializer
                     ),
                 },
             }
@@ -49,9 +49,18 @@ class AssistTools:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run one tool through the API (it validates the arguments)."""
-        return await self._api.async_call_tool(
-            llm.ToolInput(tool_name=name, tool_args=arguments)
+        data, error = tool_output(
+            await self._api.async_call_tool(
+                llm.ToolInput(tool_name=name, tool_args=arguments)
+            )
         )
+        if error:
+            raise ToolFailedError(str(data))
+        return data
+
+
+class ToolFailedError(Exception):
+    """A Home Assistant tool reported an error."""
 
 
 class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):

@@ -1,0 +1,108 @@
+"""The "Soul bodies" LLM API: the bodies' skills as tools for any Home Assistant agent.
+
+Any conversation agent (OpenAI, Ollama, Anthropic, …) that selects this API
+gets one tool per skill of every available body; a call is validated against
+the skill's ``input_schema`` and sent as ``invoke`` (§3.6), and the body's
+``result`` is the tool's answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+
+from .compat import schema_from_json, tool_result
+from .const import LOGGER
+from .core.invoker import InvokeError
+from .core.protocol import Skill
+from .runtime import SoulConfigEntry
+
+API_ID = "soul_bodies"
+API_NAME = "Soul bodies"
+API_PROMPT = (
+    "You can drive physical bodies (desk robots, lamps, speakers) through the "
+    "tools named after a body and one of its skills. Each tool runs that skill "
+    "on that body and returns the body's result."
+)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _parameters(skill: Skill) -> Any:
+    """Return the skill's input_schema as Home Assistant's tool schema."""
+    try:
+        return schema_from_json(skill.input_schema)
+    except Exception:  # noqa: BLE001 - the invoker still validates with jsonschema
+        LOGGER.debug("Could not convert the schema of %s", skill.name, exc_info=True)
+        return schema_from_json({"type": "object"})
+
+
+class SkillTool(llm.Tool):
+    """One skill of one body."""
+
+    def __init__(
+        self, entry: SoulConfigEntry, terminal_id: str, skill: Skill, name: str
+    ) -> None:
+        """Describe the skill for the model."""
+        self.entry = entry
+        self.terminal_id = terminal_id
+        self.skill = skill.name
+        self.name = name
+        self.description = f"{skill.description or skill.name} (body {terminal_id})"
+        self.parameters = _parameters(skill)
+
+    async def async_call(
+        self,
+        hass: HomeAssistant,
+        tool_input: llm.ToolInput,
+        llm_context: llm.LLMContext,
+    ) -> Any:
+        """Invoke the skill and return the body's result."""
+        try:
+            result = await self.entry.runtime_data.invoker.invoke(
+                self.terminal_id, self.skill, tool_input.tool_args
+            )
+        except InvokeError as err:
+            return tool_result({"ok": False, "error": str(err)}, error=True)
+        return tool_result(
+            {"ok": result.ok, "output": result.output, "error": result.error},
+            error=not result.ok,
+        )
+
+
+@dataclass(kw_only=True)
+class SoulBodiesAPI(llm.API):
+    """The skills of every available body."""
+
+    entry: SoulConfigEntry
+
+    async def async_get_api_instance(
+        self, llm_context: llm.LLMContext
+    ) -> llm.APIInstance:
+        """Return the tools of the bodies available now."""
+        tools: list[llm.Tool] = []
+        names: set[str] = set()
+        for terminal in self.entry.runtime_data.registry:
+            if not terminal.available or terminal.skills is None:
+                continue
+            for skill in terminal.skills.skills:
+                name = base = _UNSAFE.sub("_", f"{terminal.terminal_id}_{skill.name}")[
+                    :60
+                ]
+                suffix = 2
+                while name in names:
+                    name = f"{base}_{suffix}"
+                    suffix += 1
+                names.add(name)
+                tools.append(SkillTool(self.entry, terminal.terminal_id, skill, name))
+        return llm.APIInstance(self, API_PROMPT, llm_context, tools=tools)
+
+
+def async_register_api(hass: HomeAssistant, entry: SoulConfigEntry) -> Any:
+    """Register the API; return its unregister callback."""
+    return llm.async_register_api(
+        hass, SoulBodiesAPI(hass=hass, id=API_ID, name=API_NAME, entry=entry)
+    )
