@@ -236,6 +236,7 @@ async def test_llm_tool_call_round_trip(
     }  # fmt: skip
     assert "Aria" in first["messages"][0]["content"]
     assert "Cheerful desk robot." in first["messages"][0]["content"]
+    assert "Your mood is" in first["messages"][0]["content"]
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool"
     assert json.loads(tool_message["content"])["ok"] is True
@@ -428,3 +429,14 @@ async def test_extra_tools_next_to_skills(
         if m["role"] == "tool"
     ]
     assert results[1] == {"ok": False, "error": "RuntimeError: no such device"}
+
+
+async def test_the_prompt_carries_the_users_emotion(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.reply("抱抱你。")
+    await env.say("我好难过，你能陪我聊聊吗？")
+    system = fake_llm.chat_requests[0]["messages"][0]["content"]
+    assert "The user's emotion: sadness" in system

@@ -382,7 +382,7 @@ class ChatPipeline:
         session.context.extend(request.context)
         session.last_user_at = self._clock()
         try:
-            _emotion, snapshot = await self._souls.user_turn(
+            user_emotion, snapshot = await self._souls.user_turn(
                 request.terminal_id, request.text, request.session_id
             )
         except NoSoulError as err:
@@ -390,6 +390,7 @@ class ChatPipeline:
         result = _Turn(
             request, session, snapshot.exec_mode, snapshot.exec_probability, extra_tools
         )
+        result.user_emotion = user_emotion
         if session.pending and _YES.match(request.text):
             intents, session.pending = session.pending, []
             await self._send_intents(result, intents)
@@ -663,6 +664,12 @@ class ChatPipeline:
                 f"{snapshot.a}, dominance {snapshot.d}); you are "
                 f"{snapshot.exec_mode.value.replace('_', ' ')} actions."
             )
+        emotion = turn.user_emotion
+        if emotion.get("emotion") not in (None, "neutral"):
+            lines.append(
+                f"The user's emotion: {emotion['emotion']} "
+                f"(intensity {emotion.get('intensity', 0)}); respond to it."
+            )
         if turn.session.summary:
             lines.append(f"Earlier in this conversation: {turn.session.summary}")
         lines.append(
@@ -681,6 +688,7 @@ class _Turn:
     exec_mode: ExecMode
     exec_probability: float
     extra_tools: ExtraTools | None = None
+    user_emotion: dict[str, Any] = field(default_factory=dict)
     decision: str = "fallback_reasoning"
     route: str = "no_action"
     reply: str = ""
