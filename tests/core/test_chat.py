@@ -240,7 +240,9 @@ async def test_llm_tool_call_round_trip(
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool"
     assert json.loads(tool_message["content"])["ok"] is True
-    assert env.pipeline.usage["prompt_tokens"] >= 0
+    # Both calls' tokens are counted (the test server reports usage).
+    assert env.pipeline.usage["prompt_tokens"] > 0
+    assert env.pipeline.usage["completion_tokens"] > 0
     assert env.pipeline.last_route == "llm"
 
 
@@ -440,3 +442,21 @@ async def test_the_prompt_carries_the_users_emotion(
     await env.say("我好难过，你能陪我聊聊吗？")
     system = fake_llm.chat_requests[0]["messages"][0]["content"]
     assert "The user's emotion: sadness" in system
+
+
+async def test_a_slow_model_times_out_into_a_reply(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    class Impatient:
+        async def chat(self, messages: Any, tools: Any) -> Any:
+            return await llm.chat(messages, tools, timeout=0.2)
+
+    env = Env(None)
+    env.pipeline.model = Impatient()
+    env.souls.bind(T, "s1")
+    fake_llm.reply("too late", delay=2)
+    fake_llm.reply("too late", delay=2)
+    response = await env.say("你觉得呢？")
+    assert response["reply"]
+    assert response["reply"] != "too late"
+    assert env.pipeline.last_route == "llm"
