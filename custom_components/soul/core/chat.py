@@ -34,7 +34,9 @@ from .intent_filter import IntentFilterError
 from .intent_filter.text import detect_locale
 from .invoker import InvokeError, Invoker
 from .llm import LLMError, ModelReply
-from .protocol import intent_action_payload, utc_ts
+from .memory.base import MemoryBackendError
+from .memory.manager import MemoryManager
+from .protocol import intent_action_payload, status_payload, utc_ts
 from .registry import TerminalRegistry
 from .souls import NoSoulError, SoulHub
 from .topics import QOS_RETAIN, Kind, Topics
@@ -59,6 +61,34 @@ DEFAULT_MAX_ROUNDS = 3
 IDLE_SECONDS = 180.0  # §2 step 12: a session idle this long is summarised
 MAX_SUMMARY = 600
 _NO_REPLY = re.compile(r"^\s*(?:<NO_REPLY>|\[NO_REPLY\]|NO_REPLY)\s*$")
+RECALL_TOOL = "recall_memory"
+RECALL_SPEC: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": RECALL_TOOL,
+        "description": "Search long-term memory of this user (facts they told you, "
+        "earlier conversations) before answering questions about the past.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "what to recall"}
+            },
+            "required": ["query"],
+        },
+    },
+}
+_STATUS_TEXT = {
+    "zh": {
+        "mem0_searching": "正在回顾历史记忆，请稍候。",
+        "mem0_search_done": "记忆查询完成。",
+        "mem0_search_failed": "记忆查询失败，直接回答。",
+    },
+    "en": {
+        "mem0_searching": "Looking through memories, one moment.",
+        "mem0_search_done": "Memory search done.",
+        "mem0_search_failed": "Memory search failed; answering without it.",
+    },
+}
 _YES = re.compile(
     r"^\s*(?:好的?|好啊|可以|行|是的?|对|确认|执行吧?|嗯|yes|yeah|yep|sure|ok(?:ay)?|"
     r"go ahead|do it|confirm)\s*[。.!！]*\s*$",
@@ -288,6 +318,8 @@ class ChatPipeline:
         self._publish = publish
         self._clock = clock
         self.model = model
+        # Long-term memory (docs/memory.md); recall_memory is offered while ready.
+        self.memory: MemoryManager | None = None
         self._timezone = default_timezone
         self.max_rounds = max(1, max_rounds)
         self.sessions: dict[str, Session] = {}
@@ -333,6 +365,16 @@ class ChatPipeline:
                     _LOGGER.exception(
                         "The summary hook failed for %s", session.session_id
                     )
+            if self.memory is not None:
+                # Queued on disk first; sent now or when the backend is back.
+                await self.memory.archive_session(
+                    session_id=session.session_id,
+                    terminal_id=session.terminal_id,
+                    soul_id=session.soul_id,
+                    user_id=session.user_id,
+                    summary=session.summary,
+                    turns=list(session.turns),
+                )
         if done:
             self._on_dirty()
         return done
@@ -561,6 +603,8 @@ class ChatPipeline:
             }
             for s in skills
         ]
+        if self.memory is not None and self.memory.ready:
+            tools.append(RECALL_SPEC)
         if turn.extra_tools is not None:
             names = {s.name for s in skills}
             tools += [
@@ -620,6 +664,8 @@ class ChatPipeline:
             return {"ok": False, "error": f"arguments are not valid JSON: {err}"}
         if not isinstance(arguments, dict):
             return {"ok": False, "error": "arguments must be a JSON object"}
+        if call.name == RECALL_TOOL and self.memory is not None:
+            return await self._recall(turn, arguments)
         extra = turn.extra_tools
         terminal = self._registry.get(turn.request.terminal_id)
         is_skill = (
@@ -649,6 +695,43 @@ class ChatPipeline:
         if result.ok:
             turn.executed.append(call.name)
         return {"ok": result.ok, "output": result.output, "error": result.error}
+
+    async def _recall(self, turn: _Turn, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Search memory between ``mem0_searching`` and ``done``/``failed`` (§3.7)."""
+        assert self.memory is not None  # noqa: S101 - checked by the caller
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            query = turn.request.text
+        await self._status(turn, "mem0_searching")
+        try:
+            found = await self.memory.recall(
+                query, user_id=turn.session.user_id, soul_id=turn.session.soul_id
+            )
+        except MemoryBackendError as err:
+            _LOGGER.warning("Memory search failed: %s", err)
+            await self._status(turn, "mem0_search_failed")
+            return {"ok": False, "error": "memory is unavailable; answer without it"}
+        await self._status(turn, "mem0_search_done")
+        turn.executed.append(RECALL_TOOL)
+        return {"ok": True, "memories": [item.text for item in found]}
+
+    async def _status(self, turn: _Turn, status: str) -> None:
+        lang = "zh" if detect_locale(turn.request.text).startswith("zh") else "en"
+        qos, retain = QOS_RETAIN[Kind.STATUS]
+        try:
+            await self._publish(
+                self._topics.topic(turn.request.terminal_id, Kind.STATUS),
+                status_payload(
+                    status,
+                    _STATUS_TEXT[lang][status],
+                    turn.request.session_id,
+                    utc_ts(self._clock()),
+                ),
+                qos,
+                retain,
+            )
+        except Exception:
+            _LOGGER.warning("Could not publish status %s", status, exc_info=True)
 
     def _system_prompt(self, turn: _Turn) -> str:
         soul = self._souls.soul(turn.session.soul_id)

@@ -1,0 +1,243 @@
+"""What Soul does with a memory backend: readiness, recall, archival with a retry queue.
+
+``MemoryManager`` wraps one ``MemoryBackend``:
+
+- **Readiness** comes only from a real health check (``check()``); the chat
+  pipeline offers ``recall_memory`` only while ready (§2 step 11).
+- **Recall** is bounded by ``search_timeout``; a failure or timeout raises
+  ``MemoryBackendError`` and marks the backend not ready until the next check.
+- **Archival** of idle sessions (§2 step 12) goes through a queue that the
+  glue stores on disk (``dump``/``load``); entries leave it only once the
+  backend accepted them, so nothing is lost while it is down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+import logging
+from typing import Any
+
+from .base import MemoryBackend, MemoryBackendError, MemoryItem
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_SEARCH_TIMEOUT = 5.0
+DEFAULT_LIMIT = 5
+MAX_QUEUE = 500
+ANONYMOUS_USER = "default_user"
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+class MemoryManager:
+    """Readiness, recall, remember, forget and the archive queue of one backend."""
+
+    def __init__(
+        self,
+        backend: MemoryBackend,
+        *,
+        clock: Callable[[], float],
+        search_timeout: float = DEFAULT_SEARCH_TIMEOUT,
+        on_dirty: Callable[[], None] = lambda: None,
+        on_ready_changed: Callable[[bool], None] = lambda _ready: None,
+    ) -> None:
+        """Manage ``backend``; ``on_dirty`` is called when the queue changed."""
+        self.backend = backend
+        self._clock = clock
+        self.search_timeout = search_timeout
+        self._on_dirty = on_dirty
+        self._on_ready_changed = on_ready_changed
+        self.ready = False
+        self.last_error: str | None = None
+        self.queue: list[dict[str, Any]] = []
+        self._flush_lock = asyncio.Lock()
+        self.archived = 0
+
+    # -- readiness ------------------------------------------------------------------
+
+    def _set_ready(self, ready: bool, error: str | None = None) -> None:
+        self.last_error = error
+        if ready != self.ready:
+            self.ready = ready
+            self._on_ready_changed(ready)
+
+    async def check(self) -> bool:
+        """Run the backend's health check; on success flush the archive queue."""
+        try:
+            await self.backend.health()
+        except MemoryBackendError as err:
+            self._set_ready(False, str(err))
+            return False
+        self._set_ready(True)
+        await self.flush()
+        return True
+
+    # -- recall / remember / forget ---------------------------------------------------
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        user_id: str | None,
+        soul_id: str | None,
+        limit: int = DEFAULT_LIMIT,
+    ) -> list[MemoryItem]:
+        """Search the user's memories with this soul; raise ``MemoryBackendError``."""
+        try:
+            async with asyncio.timeout(self.search_timeout):
+                return await self.backend.search(
+                    query,
+                    user_id=user_id or ANONYMOUS_USER,
+                    agent_id=soul_id,
+                    limit=limit,
+                )
+        except TimeoutError as err:
+            self._set_ready(False, "search timed out")
+            raise MemoryBackendError(
+                f"memory search took longer than {self.search_timeout} s"
+            ) from err
+        except MemoryBackendError as err:
+            self._set_ready(False, str(err))
+            raise
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        user_id: str | None,
+        soul_id: str | None,
+        memory_type: str = "fact",
+        tags: Sequence[str] = (),
+        infer: bool = True,
+    ) -> list[str]:
+        """Store one text now (the ``soul.remember`` action)."""
+        return await self.backend.add(
+            [{"role": "user", "content": text}],
+            user_id=user_id or ANONYMOUS_USER,
+            agent_id=soul_id,
+            metadata=self._metadata(memory_type, tags, soul_id, None, None),
+            infer=infer,
+        )
+
+    async def forget(
+        self, *, user_id: str | None = None, memory_id: str | None = None
+    ) -> None:
+        """Forget one memory, or every memory of a user."""
+        if memory_id:
+            await self.backend.delete(memory_id)
+        elif user_id:
+            await self.backend.delete_all(user_id=user_id)
+        else:
+            raise MemoryBackendError("name a user_id or a memory_id")
+
+    def _metadata(
+        self,
+        memory_type: str,
+        tags: Sequence[str],
+        soul_id: str | None,
+        terminal_id: str | None,
+        session_id: str | None,
+    ) -> dict[str, Any]:
+        return {
+            "type": memory_type,
+            "tags": list(tags),
+            "timestamp": _iso(self._clock()),
+            "soul_id": soul_id,
+            "terminal_id": terminal_id,
+            "session_id": session_id,
+        }
+
+    # -- archival -----------------------------------------------------------------------
+
+    async def archive_session(
+        self,
+        *,
+        session_id: str,
+        terminal_id: str,
+        soul_id: str,
+        user_id: str | None,
+        summary: str,
+        turns: Sequence[Mapping[str, str]],
+    ) -> None:
+        """Queue a summarised session (summary as an episode, turns for facts), then flush."""
+        user = user_id or ANONYMOUS_USER
+        if summary:
+            self._enqueue(
+                {
+                    "messages": [{"role": "user", "content": summary}],
+                    "user_id": user,
+                    "agent_id": soul_id,
+                    "infer": False,
+                    "metadata": self._metadata(
+                        "episode", ["session_summary"], soul_id, terminal_id, session_id
+                    ),
+                }
+            )
+        if turns:
+            self._enqueue(
+                {
+                    "messages": [dict(t) for t in turns],
+                    "user_id": user,
+                    "agent_id": soul_id,
+                    "infer": True,
+                    "metadata": self._metadata(
+                        "fact", ["conversation"], soul_id, terminal_id, session_id
+                    ),
+                }
+            )
+        await self.flush()
+
+    def _enqueue(self, entry: dict[str, Any]) -> None:
+        self.queue.append(entry)
+        if len(self.queue) > MAX_QUEUE:
+            dropped = self.queue.pop(0)
+            _LOGGER.warning(
+                "Memory archive queue full; dropped the oldest entry (session %s)",
+                dropped["metadata"].get("session_id"),
+            )
+        self._on_dirty()
+
+    async def flush(self) -> int:
+        """Send queued archives in order; stop at the first failure (kept for later)."""
+        sent = 0
+        async with self._flush_lock:
+            while self.queue:
+                entry = self.queue[0]
+                try:
+                    await self.backend.add(
+                        entry["messages"],
+                        user_id=entry["user_id"],
+                        agent_id=entry.get("agent_id"),
+                        metadata=entry["metadata"],
+                        infer=entry.get("infer", True),
+                    )
+                except MemoryBackendError as err:
+                    _LOGGER.info("Memory archive deferred: %s", err)
+                    self._set_ready(False, str(err))
+                    break
+                self.queue.pop(0)
+                sent += 1
+                self.archived += 1
+                self._on_dirty()
+        return sent
+
+    def load(self, data: Any) -> None:
+        """Take a stored queue (``dump()``'s); malformed entries are dropped."""
+        if not isinstance(data, dict) or not isinstance(data.get("queue"), list):
+            return
+        self.queue = [
+            entry
+            for entry in data["queue"][-MAX_QUEUE:]
+            if isinstance(entry, dict)
+            and isinstance(entry.get("messages"), list)
+            and isinstance(entry.get("user_id"), str)
+            and isinstance(entry.get("metadata"), dict)
+        ]
+
+    def dump(self) -> dict[str, Any]:
+        """Return the queue for storage."""
+        return {"queue": list(self.queue)}
