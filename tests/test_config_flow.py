@@ -13,12 +13,15 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.soul.const import (
+    CONF_EMBEDDING_DIMS,
+    CONF_EMBEDDING_MODEL,
     CONF_EMOTION_TICK_INTERVAL,
     CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_MEMORY_TIMEOUT,
     CONF_TOPIC_PREFIX,
     DOMAIN,
 )
@@ -26,6 +29,12 @@ from devtools.broker import free_port
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
 
 pytestmark = pytest.mark.usefixtures("mqtt_mock")
+# What the form fills in for the memory fields left alone.
+MEMORY_DEFAULTS = {
+    CONF_EMBEDDING_MODEL: "text-embedding-3-small",
+    CONF_EMBEDDING_DIMS: 1536,
+    CONF_MEMORY_TIMEOUT: 5.0,
+}
 
 
 def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, Any]:
@@ -37,6 +46,7 @@ def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, 
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
         CONF_MAX_TOOL_ROUNDS: 3,
+        **MEMORY_DEFAULTS,
         **extra,
     }
     if api_key:
@@ -70,6 +80,7 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
         CONF_MAX_TOOL_ROUNDS: 3,
+        **MEMORY_DEFAULTS,
     }
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
@@ -269,6 +280,7 @@ async def test_options_flow_turns_llm_off(
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
         CONF_MAX_TOOL_ROUNDS: 3,
+        **MEMORY_DEFAULTS,
     }
     assert entry.runtime_data.llm is None
 

@@ -15,7 +15,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
 from custom_components.soul.entity import find_device
-from custom_components.soul.souls import soul_id_of_device
+from custom_components.soul.services import find_terminal_id
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 
@@ -108,7 +108,7 @@ async def test_body_lifecycle(
     try:
         await until(lambda: hass.states.get(light).state != STATE_UNAVAILABLE)
         devices = dr.async_entries_for_config_entry(device_registry, entry.entry_id)
-        terminals = [d.name for d in devices if soul_id_of_device(d) is None]
+        terminals = [d.name for d in devices if find_terminal_id(hass, d.id)]
         assert terminals == ["terminal-001"]
     finally:
         await hass.async_add_executor_job(body.stop)

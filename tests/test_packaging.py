@@ -78,6 +78,7 @@ PLACEHOLDER_SECTIONS = (
     "exceptions.",
     "config.step.mqtt_confirm.",
     "device_automation.",
+    "issues.mem0_unavailable.",
 )
 
 

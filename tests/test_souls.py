@@ -613,7 +613,7 @@ async def test_stale_cleanup_keeps_soul_devices(
     (soul_id,) = soul_ids(entry)
     assert find_device(hass, entry.entry_id, f"soul/{soul_id}") is not None
     devices = dr.async_entries_for_config_entry(dr.async_get(hass), entry.entry_id)
-    assert len(devices) == 1
+    assert len(devices) == 2  # the soul and the hub itself
 
 
 async def test_soul_select_binds_a_body(

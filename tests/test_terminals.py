@@ -25,7 +25,7 @@ from pytest_homeassistant_custom_component.typing import MqttMockHAClient
 
 from custom_components.soul.const import DOMAIN
 from custom_components.soul.entity import find_device
-from custom_components.soul.souls import soul_id_of_device
+from custom_components.soul.services import find_terminal_id
 
 from .core.spec_payloads import catalog, skills
 
@@ -317,8 +317,8 @@ async def test_cleared_snapshot_removes_the_device(
     devices = dr.async_entries_for_config_entry(
         device_registry, hass.config_entries.async_entries(DOMAIN)[0].entry_id
     )
-    # (The spec's soul_hint also made a "friendly" soul, a device of its own.)
-    assert [d.name for d in devices if soul_id_of_device(d) is None] == [T]
+    # (The hub and the spec's soul_hint's "friendly" soul are devices too.)
+    assert [d.name for d in devices if find_terminal_id(hass, d.id)] == [T]
     assert hass.states.get(LIGHT).state != STATE_UNAVAILABLE
 
 

@@ -22,6 +22,7 @@ from .core.registry import Change, Terminal
 from .core.topics import valid_terminal_id
 from .entity import find_device, terminal_device_info
 from .llm_api import async_register_api
+from .memory import async_start_memory
 from .runtime import SoulConfigEntry, async_create_runtime
 from .services import async_setup_services
 from .souls import async_start_souls, async_sync_souls, soul_id_of_device
@@ -79,6 +80,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_start_souls(hass, entry)
     entry.async_on_unload(async_register_api(hass, entry))
+    if runtime.memory is not None:
+        entry.async_on_unload(
+            async_start_memory(hass, runtime.memory, entry.async_create_background_task)
+        )
     entry.async_on_unload(
         async_track_time_interval(
             hass,
@@ -171,12 +176,16 @@ async def async_unload_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> boo
     runtime = entry.runtime_data
     await runtime.store.async_flush()
     await runtime.sessions_store.async_flush()
-    return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    await runtime.memory_store.async_flush()
+    unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    if runtime.memory is not None:
+        await runtime.memory.backend.close()
+    return unloaded
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     """Forget bindings, emotion states and sessions when the hub entry is deleted."""
-    for name in ("souls", "sessions"):
+    for name in ("souls", "sessions", "memory"):
         await DebouncedStore(hass, name).async_remove()
 
 

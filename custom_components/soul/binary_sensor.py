@@ -1,6 +1,8 @@
-"""Connectivity of each terminal (online, LWT and heartbeat TTL)."""
+"""Connectivity of each terminal (online, LWT and heartbeat TTL) and the hub's memory."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from homeassistant.components.binary_sensor import (
     BinarySensorDeviceClass,
@@ -8,10 +10,12 @@ from homeassistant.components.binary_sensor import (
 )
 from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.registry import Terminal
-from .entity import TerminalEntity, async_setup_terminal_entities
+from .entity import SoulEntity, TerminalEntity, async_setup_terminal_entities
+from .memory import memory_backend_name, signal_memory_ready
 from .runtime import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
@@ -40,12 +44,50 @@ class TerminalConnectivity(TerminalEntity, BinarySensorEntity):
         return terminal is not None and terminal.available
 
 
+class MemoryReady(SoulEntity, BinarySensorEntity):
+    """On while the memory backend passes its health check (§2 step 11)."""
+
+    _attr_device_class = BinarySensorDeviceClass.CONNECTIVITY
+    _attr_entity_category = EntityCategory.DIAGNOSTIC
+
+    def __init__(self, entry: SoulConfigEntry) -> None:
+        """Create the hub's memory sensor."""
+        super().__init__(entry, "memory")
+
+    @property
+    def is_on(self) -> bool:
+        """Return whether recall_memory is offered now."""
+        memory = self.entry.runtime_data.memory
+        return memory is not None and memory.ready
+
+    @property
+    def extra_state_attributes(self) -> dict[str, Any]:
+        """Return the backend and the last error (never a secret)."""
+        memory = self.entry.runtime_data.memory
+        return {
+            "backend": memory_backend_name(self.entry.options),
+            "last_error": memory.last_error if memory else None,
+            "queued_archives": len(memory.queue) if memory else 0,
+        }
+
+    async def async_added_to_hass(self) -> None:
+        """Follow readiness changes."""
+        self.async_on_remove(
+            async_dispatcher_connect(
+                self.hass,
+                signal_memory_ready(self.entry.entry_id),
+                self.async_write_ha_state,
+            )
+        )
+
+
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add a connectivity sensor per terminal."""
+    """Add the hub's memory sensor and a connectivity sensor per terminal."""
+    async_add_entities([MemoryReady(entry)])
     async_setup_terminal_entities(
         hass,
         entry,

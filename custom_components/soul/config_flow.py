@@ -35,6 +35,8 @@ from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import voluptuous as vol
 
 from .const import (
+    CONF_EMBEDDING_DIMS,
+    CONF_EMBEDDING_MODEL,
     CONF_EMOTION_TICK_INTERVAL,
     CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
@@ -42,17 +44,27 @@ from .const import (
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
     CONF_MBTI_TYPE,
+    CONF_MEM0_API_KEY,
+    CONF_MEM0_URL,
+    CONF_MEMORY_BACKEND,
+    CONF_MEMORY_TIMEOUT,
     CONF_NAME,
     CONF_PERSONA,
     CONF_TERMINAL,
     CONF_TOPIC_PREFIX,
     CONF_USER_ID,
+    DEFAULT_EMBEDDING_DIMS,
+    DEFAULT_EMBEDDING_MODEL,
     DEFAULT_EMOTION_TICK_INTERVAL,
     DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_MAX_TOOL_ROUNDS,
+    DEFAULT_MEMORY_TIMEOUT,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
     LOGGER,
+    MEMORY_BACKENDS,
+    MEMORY_EMBEDDED,
+    MEMORY_SERVER,
     SUBENTRY_SOUL,
     TITLE,
 )
@@ -85,6 +97,38 @@ SETTINGS_SCHEMA = vol.Schema(
             NumberSelectorConfig(
                 min=1,
                 max=60,
+                step=0.5,
+                unit_of_measurement="s",
+                mode=NumberSelectorMode.BOX,
+            )
+        ),
+        vol.Optional(CONF_MEMORY_BACKEND): SelectSelector(
+            SelectSelectorConfig(
+                options=list(MEMORY_BACKENDS),
+                translation_key=CONF_MEMORY_BACKEND,
+                mode=SelectSelectorMode.DROPDOWN,
+            )
+        ),
+        vol.Optional(CONF_MEM0_URL): TextSelector(
+            TextSelectorConfig(type=TextSelectorType.URL)
+        ),
+        vol.Optional(CONF_MEM0_API_KEY): TextSelector(
+            TextSelectorConfig(type=TextSelectorType.PASSWORD)
+        ),
+        vol.Optional(
+            CONF_EMBEDDING_MODEL, default=DEFAULT_EMBEDDING_MODEL
+        ): TextSelector(),
+        vol.Optional(
+            CONF_EMBEDDING_DIMS, default=DEFAULT_EMBEDDING_DIMS
+        ): NumberSelector(
+            NumberSelectorConfig(min=8, max=8192, step=1, mode=NumberSelectorMode.BOX)
+        ),
+        vol.Optional(
+            CONF_MEMORY_TIMEOUT, default=DEFAULT_MEMORY_TIMEOUT
+        ): NumberSelector(
+            NumberSelectorConfig(
+                min=1,
+                max=30,
                 step=0.5,
                 unit_of_measurement="s",
                 mode=NumberSelectorMode.BOX,
@@ -165,6 +209,22 @@ async def _async_validate(
     settings[CONF_INVOKE_TIMEOUT] = float(
         user_input.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
     )
+    for key, default in (
+        (CONF_EMBEDDING_DIMS, DEFAULT_EMBEDDING_DIMS),
+        (CONF_MEMORY_TIMEOUT, DEFAULT_MEMORY_TIMEOUT),
+    ):
+        if key in user_input:
+            settings[key] = type(default)(user_input[key])
+    backend = settings.get(CONF_MEMORY_BACKEND)
+    if backend == MEMORY_SERVER and not settings.get(CONF_MEM0_URL):
+        errors[CONF_MEM0_URL] = "mem0_url_required"
+    if backend == MEMORY_EMBEDDED and not settings.get(CONF_LLM_BASE_URL):
+        errors[CONF_MEMORY_BACKEND] = "memory_needs_llm"
+    if settings.get(CONF_MEM0_URL):
+        try:
+            vol.Schema(vol.Url())(settings[CONF_MEM0_URL])
+        except vol.Invalid:
+            errors[CONF_MEM0_URL] = "invalid_url"
     settings[CONF_MAX_TOOL_ROUNDS] = max(
         1, min(8, int(user_input.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)))
     )

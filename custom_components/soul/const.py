@@ -41,3 +41,20 @@ CONF_MAX_TOOL_ROUNDS: Final = "max_tool_rounds"
 DEFAULT_MAX_TOOL_ROUNDS: Final = 3
 ISSUE_LLM_NOT_CONFIGURED: Final = "llm_not_configured"
 CONF_TERMINAL: Final = "terminal_id"
+
+CONF_MEMORY_BACKEND: Final = "memory_backend"
+CONF_MEM0_URL: Final = "mem0_url"
+CONF_MEM0_API_KEY: Final = "mem0_api_key"
+CONF_EMBEDDING_MODEL: Final = "embedding_model"
+CONF_EMBEDDING_DIMS: Final = "embedding_dims"
+CONF_MEMORY_TIMEOUT: Final = "memory_timeout"
+MEMORY_NONE: Final = "none"
+MEMORY_EMBEDDED: Final = "mem0_embedded"
+MEMORY_SERVER: Final = "mem0_server"
+MEMORY_BACKENDS: Final = (MEMORY_EMBEDDED, MEMORY_SERVER, MEMORY_NONE)
+DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"
+DEFAULT_EMBEDDING_DIMS: Final = 1536
+DEFAULT_MEMORY_TIMEOUT: Final = 5.0
+# Installed on demand, never listed in manifest.json (see docs/decisions.md).
+MEM0_REQUIREMENT: Final = "mem0ai>=2.2,<3"
+ISSUE_MEM0_UNAVAILABLE: Final = "mem0_unavailable"

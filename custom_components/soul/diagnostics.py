@@ -7,10 +7,12 @@ from typing import Any
 from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.core import HomeAssistant
 
-from .const import CONF_LLM_API_KEY
+from .const import CONF_LLM_API_KEY, CONF_MEM0_API_KEY
+from .core.memory import MemoryBackendError
+from .memory import memory_backend_name
 from .runtime import SoulConfigEntry
 
-TO_REDACT = {CONF_LLM_API_KEY}
+TO_REDACT = {CONF_LLM_API_KEY, CONF_MEM0_API_KEY}
 
 
 async def async_get_config_entry_diagnostics(
@@ -18,6 +20,18 @@ async def async_get_config_entry_diagnostics(
 ) -> dict[str, Any]:
     """Return what helps to debug a Soul hub, without secrets."""
     runtime = entry.runtime_data
+    memory = runtime.memory
+    counts: dict[str, int | str] = {}
+    if memory is not None and memory.ready:
+        # Memories per user Soul has talked with (the count, never the content).
+        users = {s.user_id or "default_user" for s in runtime.chat.sessions.values()}
+        for user in sorted(users)[:20]:
+            try:
+                counts[user] = len(
+                    await memory.backend.get_all(user_id=user, limit=1000)
+                )
+            except MemoryBackendError as err:
+                counts[user] = f"error: {err}"
     return {
         "options": async_redact_data(dict(entry.options), TO_REDACT),
         "topic_prefix": runtime.topic_prefix,
@@ -70,6 +84,14 @@ async def async_get_config_entry_diagnostics(
             for soul in runtime.souls.souls.values()
         ],
         "bindings": dict(runtime.souls.bindings()),
+        "memory": {
+            "backend": memory_backend_name(entry.options),
+            "ready": memory is not None and memory.ready,
+            "last_error": memory.last_error if memory else None,
+            "queued_archives": len(memory.queue) if memory else 0,
+            "archived": memory.archived if memory else 0,
+            "memories_per_user": counts,
+        },
         "chat": {
             "token_usage": dict(runtime.chat.usage),
             "last_route": runtime.chat.last_route,

@@ -38,7 +38,8 @@ class SoulEntity(Entity):
 def hub_device_info(entry: SoulConfigEntry) -> DeviceInfo:
     """Return the device that stands for the Soul hub itself."""
     return DeviceInfo(
-        identifiers={(DOMAIN, entry.entry_id)},
+        # "/" never occurs in a terminal id, so this is no terminal's identifier.
+        identifiers={(DOMAIN, f"hub/{entry.entry_id}")},
         entry_type=DeviceEntryType.SERVICE,
         manufacturer=TITLE,
         name=TITLE,

@@ -28,6 +28,7 @@ from .const import (
 from .core.chat import ChatPipeline
 from .core.invoker import Invoker
 from .core.llm import LLMEndpoint, OpenAICompatibleLLM
+from .core.memory.manager import MemoryManager
 from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
 from .core.topics import Topics
@@ -48,6 +49,8 @@ class SoulRuntime:
     bridge: MqttBridge
     souls: SoulHub
     chat: ChatPipeline
+    memory: MemoryManager | None
+    memory_store: DebouncedStore
     store: DebouncedStore
     sessions_store: DebouncedStore
     # The options the runtime was built from: other changes need no reload.
@@ -86,6 +89,7 @@ async def async_create_runtime(
     hass: HomeAssistant, entry: SoulConfigEntry
 ) -> SoulRuntime:
     """Build the runtime objects of a hub entry from its options."""
+    from .memory import async_create_memory  # noqa: PLC0415
     from .mqtt_bridge import MqttBridge  # noqa: PLC0415
     from .souls import now_timestamp  # noqa: PLC0415
     from .storage import DebouncedStore  # noqa: PLC0415
@@ -143,6 +147,10 @@ async def async_create_runtime(
     )
     sessions_store.dump = chat.dump
     chat.load(await sessions_store.async_load())
+    memory, memory_store = await async_create_memory(
+        hass, entry.entry_id, entry.options
+    )
+    chat.memory = memory
     return SoulRuntime(
         topics=topics,
         llm=llm,
@@ -151,6 +159,8 @@ async def async_create_runtime(
         bridge=bridge,
         souls=souls,
         chat=chat,
+        memory=memory,
+        memory_store=memory_store,
         store=store,
         sessions_store=sessions_store,
         options=dict(entry.options),

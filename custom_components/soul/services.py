@@ -19,6 +19,8 @@ import voluptuous as vol
 
 from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
 from .core.invoker import TIMEOUT_ERROR, InvokeError
+from .core.memory import MEMORY_TYPES, MemoryBackendError
+from .core.memory.manager import MemoryManager
 from .core.protocol import InvokeResult
 from .core.souls import Soul, SoulError, SoulHub, validate_soul_fields
 from .core.topics import valid_terminal_id
@@ -27,6 +29,15 @@ from .runtime import SoulConfigEntry
 SERVICE_INVOKE_SKILL = "invoke_skill"
 SERVICE_CREATE_SOUL = "create_soul"
 SERVICE_SELECT_SOUL = "select_soul"
+SERVICE_REMEMBER = "remember"
+SERVICE_RECALL = "recall"
+SERVICE_FORGET = "forget"
+ATTR_TEXT = "text"
+ATTR_QUERY = "query"
+ATTR_LIMIT = "limit"
+ATTR_MEMORY_ID = "memory_id"
+ATTR_TYPE = "type"
+ATTR_TAGS = "tags"
 ATTR_SKILL = "skill"
 ATTR_ARGUMENTS = "arguments"
 ATTR_SOUL_ID = "soul_id"
@@ -59,6 +70,35 @@ SELECT_SOUL_SCHEMA = vol.All(
         }
     ),
     cv.has_at_least_one_key(ATTR_DEVICE_ID, ATTR_TERMINAL_ID),
+)
+
+
+REMEMBER_SCHEMA = vol.Schema(
+    {
+        vol.Required(ATTR_TEXT): cv.string,
+        vol.Optional(CONF_USER_ID): cv.string,
+        vol.Optional(ATTR_SOUL_ID): cv.string,
+        vol.Optional(ATTR_TYPE, default="fact"): vol.In(MEMORY_TYPES),
+        vol.Optional(ATTR_TAGS, default=list): vol.All(cv.ensure_list, [cv.string]),
+        vol.Optional("infer", default=False): cv.boolean,
+    }
+)
+RECALL_SCHEMA = vol.Schema(
+    {
+        vol.Required(ATTR_QUERY): cv.string,
+        vol.Optional(CONF_USER_ID): cv.string,
+        vol.Optional(ATTR_SOUL_ID): cv.string,
+        vol.Optional(ATTR_LIMIT, default=5): vol.All(vol.Coerce(int), vol.Range(1, 50)),
+    }
+)
+FORGET_SCHEMA = vol.All(
+    vol.Schema(
+        {
+            vol.Exclusive(CONF_USER_ID, "what"): cv.string,
+            vol.Exclusive(ATTR_MEMORY_ID, "what"): cv.string,
+        }
+    ),
+    cv.has_at_least_one_key(CONF_USER_ID, ATTR_MEMORY_ID),
 )
 
 
@@ -231,6 +271,77 @@ async def _async_select_soul(call: ServiceCall) -> ServiceResponse:
     return {"terminal_id": terminal_id, "soul": soul_as_dict(hub, soul)}
 
 
+def _memory(call: ServiceCall) -> tuple[SoulConfigEntry, MemoryManager]:
+    entry = loaded_entry(call.hass)
+    memory = entry.runtime_data.memory
+    if memory is None:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN, translation_key="memory_off"
+        )
+    return entry, memory
+
+
+def _soul_id(entry: SoulConfigEntry, call: ServiceCall) -> str | None:
+    if (key := call.data.get(ATTR_SOUL_ID)) is None:
+        return None
+    if (soul := find_soul(entry.runtime_data.souls, key)) is None:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="unknown_soul",
+            translation_placeholders={"soul": key},
+        )
+    return soul.soul_id
+
+
+def _memory_failed(err: MemoryBackendError) -> HomeAssistantError:
+    return HomeAssistantError(
+        str(err),
+        translation_domain=DOMAIN,
+        translation_key="memory_failed",
+        translation_placeholders={"error": str(err)},
+    )
+
+
+async def _async_remember(call: ServiceCall) -> ServiceResponse:
+    entry, memory = _memory(call)
+    try:
+        ids = await memory.remember(
+            call.data[ATTR_TEXT],
+            user_id=call.data.get(CONF_USER_ID) or call.context.user_id,
+            soul_id=_soul_id(entry, call),
+            memory_type=call.data[ATTR_TYPE],
+            tags=call.data[ATTR_TAGS],
+            infer=call.data["infer"],
+        )
+    except MemoryBackendError as err:
+        raise _memory_failed(err) from err
+    return {"ids": ids}
+
+
+async def _async_recall(call: ServiceCall) -> ServiceResponse:
+    entry, memory = _memory(call)
+    try:
+        found = await memory.recall(
+            call.data[ATTR_QUERY],
+            user_id=call.data.get(CONF_USER_ID) or call.context.user_id,
+            soul_id=_soul_id(entry, call),
+            limit=call.data[ATTR_LIMIT],
+        )
+    except MemoryBackendError as err:
+        raise _memory_failed(err) from err
+    return {"memories": [item.as_dict() for item in found]}
+
+
+async def _async_forget(call: ServiceCall) -> None:
+    _entry, memory = _memory(call)
+    try:
+        await memory.forget(
+            user_id=call.data.get(CONF_USER_ID), memory_id=call.data.get(ATTR_MEMORY_ID)
+        )
+    except MemoryBackendError as err:
+        raise _memory_failed(err) from err
+
+
 @callback
 def async_setup_services(hass: HomeAssistant) -> None:
     """Register Soul's actions."""
@@ -247,6 +358,23 @@ def async_setup_services(hass: HomeAssistant) -> None:
         _async_create_soul,
         schema=CREATE_SOUL_SCHEMA,
         supports_response=SupportsResponse.OPTIONAL,
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_REMEMBER,
+        _async_remember,
+        schema=REMEMBER_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_RECALL,
+        _async_recall,
+        schema=RECALL_SCHEMA,
+        supports_response=SupportsResponse.ONLY,
+    )
+    hass.services.async_register(
+        DOMAIN, SERVICE_FORGET, _async_forget, schema=FORGET_SCHEMA
     )
     hass.services.async_register(
         DOMAIN,
