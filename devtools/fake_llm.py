@@ -9,13 +9,20 @@ HTTP. Replies are queued per test::
     llm.reply(tool_calls=[tool_call("control_light", {"mode": "on"})])
     llm.fail(500, "overloaded")
 
+Responders answer the requests they recognise before the queue is consulted:
+``FakeOpenAI(responders=[mem0_responder])`` lets mem0 extract memories while the
+chat requests of the same test still take the scripted replies. Embeddings are
+hashed bags of words (CJK characters one by one), so texts that share words are
+similar and semantic search works.
+
 Every request body is kept in ``llm.requests``. ``python -m devtools.fake_llm``
-runs it in the foreground and echoes the user when nothing is queued.
+runs it in the foreground, answers mem0 and echoes the user when nothing is queued.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 from collections import deque
 from collections.abc import Callable
@@ -25,6 +32,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 import time
 from typing import Any
 
@@ -51,13 +59,43 @@ def tool_call(
     }
 
 
+# Han, kana, hangul: one feature per character, as such text has no spaces.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_STOPWORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "a an and are as at be but by did do does for from had has have he her his i"
+        " in is it its me my of on or our she so that the their them they this to was"
+        " we were what when where which who will with you your",
+    )
+)
+
+
+def _features(text: str) -> list[str]:
+    """Return the words of ``text`` (lower case, a plural "s" dropped), CJK characters one by one."""
+    tokens = [
+        t if len(t) < 4 or not t.endswith("s") else t[:-1]
+        for t in _TOKEN.findall(text.lower())
+    ]
+    return [t for t in tokens if t not in _STOPWORDS] or tokens
+
+
 def embed(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
-    """Return a deterministic unit vector for ``text`` (equal texts, equal vectors)."""
-    digest = hashlib.sha256(text.encode()).digest()
-    while len(digest) < dimensions:
-        digest += hashlib.sha256(digest).digest()
-    raw = [byte - 127.5 for byte in digest[:dimensions]]
-    norm = math.sqrt(sum(v * v for v in raw)) or 1.0
+    """Return a deterministic unit vector for ``text`` (equal texts, equal vectors).
+
+    Each word is hashed to a signed position, so texts that share words point
+    the same way and texts that share none are near orthogonal. Text without
+    words hashes as a whole.
+    """
+    raw = [0.0] * dimensions
+    for feature in _features(text) or [text]:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+        index = int.from_bytes(digest[:4], "big") % dimensions
+        raw[index] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in raw))
+    if not norm:  # the features cancelled out: any fixed direction will do
+        raw[0], norm = 1.0, 1.0
     return [v / norm for v in raw]
 
 
@@ -79,8 +117,11 @@ class FakeOpenAI:
     api_key: str | None = None
     # None: GET /v1/models answers 404, as some servers do.
     models: list[str] | None = field(default_factory=lambda: [DEFAULT_MODEL])
-    # Called with the request body when no reply is queued; None → HTTP 500.
-    default: Callable[[dict], Reply] | None = None
+    # Called with the request body when no reply is queued; None (or it
+    # returning None) → HTTP 500.
+    default: Callable[[dict], Reply | None] | None = None
+    # Asked in turn before the queue; the first that returns a Reply answers.
+    responders: list[Callable[[dict], Reply | None]] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)
     _replies: deque[Reply] = field(default_factory=deque)
     _runner: web.AppRunner | None = None
@@ -198,11 +239,14 @@ class FakeOpenAI:
         body = await self._record(request)
         if denied := self._unauthorized(request):
             return denied
-        if self._replies:
+        reply = next(
+            (r for responder in self.responders if (r := responder(body))), None
+        )
+        if reply is None and self._replies:
             reply = self._replies.popleft()
-        elif self.default is not None:
+        elif reply is None and self.default is not None:
             reply = self.default(body)
-        else:
+        if reply is None:
             return self._error(500, "fake LLM: no scripted reply left")
         if reply.delay:
             await asyncio.sleep(reply.delay)
@@ -295,8 +339,129 @@ def echo(body: dict) -> Reply:
     return Reply(content=f"(fake LLM) You said: {text}")
 
 
+# -- mem0 -------------------------------------------------------------------
+# mem0 ≥ 1.1 extracts memories with one prompt (ADDITIVE_EXTRACTION_PROMPT);
+# older releases ask for facts (FACT_RETRIEVAL_PROMPT and its user/agent
+# variants), then for ADD/UPDATE/DELETE/NONE events (DEFAULT_UPDATE_MEMORY_PROMPT).
+_EXTRACTOR = "You are a Memory Extractor"
+_FACT_ORGANIZERS = ("Personal Information Organizer", "Assistant Information Organizer")
+_UPDATER = "You are a smart memory manager"
+_CLAUSE_END = re.compile(r"[.!?;,\n。！？；，、]+")
+
+
+def clauses(text: str) -> list[str]:
+    """Split ``text`` into sentences and clauses: the facts the fake model extracts."""
+    return [c.strip() for c in _CLAUSE_END.split(text) if c.strip()]
+
+
+def _section(prompt: str, title: str) -> str:
+    """Return the body of ``## title`` in a mem0 prompt ("" when absent)."""
+    match = re.search(
+        rf"^## {re.escape(title)}\n(.*?)(?=^## |^# |\Z)", prompt, re.M | re.S
+    )
+    return match.group(1).strip() if match else ""
+
+
+def _user_lines(conversation: str) -> list[str]:
+    """Return the user turns of mem0's ``role: content`` transcript."""
+    return [line[6:] for line in conversation.splitlines() if line.startswith("user: ")]
+
+
+def _literal(text: str) -> Any:
+    """Parse JSON or a Python literal (mem0 formats lists with str())."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return ast.literal_eval(text)
+
+
+def _fenced_after(prompt: str, marker: str) -> str | None:
+    """Return the first ``` block after ``marker``."""
+    start = prompt.find(marker)
+    if start < 0:
+        return None
+    match = re.search(r"```(.*?)```", prompt[start:], re.S)
+    return match.group(1).strip() if match else None
+
+
+def _first_content(body: dict, role: str) -> str:
+    """Return the text of the first ``role`` message of a chat request."""
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == role:
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def _json_reply(payload: dict) -> Reply:
+    return Reply(content=json.dumps(payload, ensure_ascii=False))
+
+
+def mem0_responder(body: dict) -> Reply | None:
+    """Answer mem0's memory prompts like a literal-minded model; None for others.
+
+    Every clause a user said becomes a memory, except those already stored
+    with the same text, so adding the same thing twice stores it once.
+    """
+    system = _first_content(body, "system")
+    prompt = _first_content(body, "user")
+    if _EXTRACTOR in system:
+        known = {
+            m.get("text")
+            for m in _literal(_section(prompt, "Existing Memories") or "[]")
+        }
+        facts = [
+            fact
+            for line in _user_lines(_section(prompt, "New Messages"))
+            for fact in clauses(line)
+            if fact not in known
+        ]
+        return _json_reply(
+            {
+                "memory": [
+                    {"id": str(i), "text": fact, "attributed_to": "user"}
+                    for i, fact in enumerate(dict.fromkeys(facts))
+                ]
+            }
+        )
+    if any(name in system for name in _FACT_ORGANIZERS):
+        conversation = prompt.split("Input:\n", 1)[-1]
+        facts = [fact for line in _user_lines(conversation) for fact in clauses(line)]
+        return _json_reply({"facts": list(dict.fromkeys(facts))})
+    if _UPDATER in prompt:
+        old_block = _fenced_after(
+            prompt, "You have to update it in the following format only"
+        )
+        old = _literal(old_block) if old_block else []
+        new_block = _fenced_after(prompt, "The new retrieved facts are mentioned")
+        new = _literal(new_block) if new_block else []
+        known = {m.get("text") for m in old}
+        events = [
+            {"id": str(m.get("id")), "text": m.get("text"), "event": "NONE"}
+            for m in old
+        ]
+        fresh = [f for f in dict.fromkeys(new) if isinstance(f, str) and f not in known]
+        events += [
+            {"id": str(len(old) + i), "text": fact, "event": "ADD"}
+            for i, fact in enumerate(fresh)
+        ]
+        return _json_reply({"memory": events})
+    return None
+
+
+def chain(
+    *responders: Callable[[dict], Reply | None],
+) -> Callable[[dict], Reply | None]:
+    """Return a responder that asks ``responders`` in turn (for ``FakeOpenAI.default``)."""
+
+    def respond(body: dict) -> Reply | None:
+        return next((r for responder in responders if (r := responder(body))), None)
+
+    return respond
+
+
 async def _serve(host: str, port: int) -> None:
-    server = FakeOpenAI(default=echo)
+    server = FakeOpenAI(responders=[mem0_responder], default=echo)
     url = await server.start(host, port)
     print(f"Fake OpenAI-compatible API at {url} (model {DEFAULT_MODEL})", flush=True)
     try:
