@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Generator
+from pathlib import Path
 from typing import Any
 from unittest.mock import Mock
 
@@ -38,11 +39,15 @@ def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
 
 
 @pytest.fixture
-async def hass(hass: HomeAssistant) -> HomeAssistant:
+async def hass(hass: HomeAssistant, tmp_path: Path) -> HomeAssistant:
     """Home Assistant with its core integration set up.
 
     `conversation`, a dependency of Soul, needs the exposed-entities store it creates.
     """
+    # Files Soul writes (mem0's store) go to this test's own directory, not to
+    # the plugin's shared testing_config.
+    hass.config.config_dir = str(tmp_path / "config")
+    (tmp_path / "config").mkdir()
     assert await async_setup_component(hass, "homeassistant", {})
     return hass
 
