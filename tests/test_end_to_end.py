@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
+from datetime import timedelta
+import json
+from typing import Any
 import uuid
 
 from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNAVAILABLE
@@ -13,11 +16,26 @@ from homeassistant.helpers import device_registry as dr
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
+from custom_components.soul.const import (
+    CONF_EMBEDDING_DIMS,
+    CONF_EMBEDDING_MODEL,
+    CONF_LLM_BASE_URL,
+    CONF_LLM_MODEL,
+    CONF_TOPIC_PREFIX,
+    DOMAIN,
+)
+from custom_components.soul.core.memory.mem0_embedded import mem0_available
 from custom_components.soul.entity import find_device
 from custom_components.soul.services import find_terminal_id
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
+from devtools.fake_llm import (
+    DEFAULT_MODEL,
+    FakeOpenAI,
+    Reply,
+    mem0_responder,
+    tool_call,
+)
 
 
 async def until(predicate: Callable[[], object], timeout: float = 15.0) -> None:
@@ -169,3 +187,96 @@ async def test_body_feels_the_soul(
         await until(lambda: body.expression == "哭")
     finally:
         await hass.async_add_executor_job(body.stop)
+
+
+def _answer_from_memory(body: dict) -> Reply | None:
+    """The model's second pass: answer with what recall_memory returned."""
+    last = body["messages"][-1]
+    if last.get("role") != "tool":
+        return None
+    result = json.loads(last["content"])
+    if result.get("memories"):
+        return Reply(content="我记得：" + "；".join(result["memories"]))
+    return Reply(content="我一时想不起来，但我在听。")
+
+
+@pytest.mark.skipif(not mem0_available(), reason="mem0ai not installed")
+async def test_body_sees_memory_statuses_and_the_reply_uses_an_old_fact(
+    hass: HomeAssistant,
+    real_mqtt: MockConfigEntry,
+    mqtt_broker: MqttBroker,
+    fake_llm: FakeOpenAI,
+    hass_client: Any,
+) -> None:
+    fake_llm.responders.extend([mem0_responder, _answer_from_memory])
+    prefix = f"e2e{uuid.uuid4().hex[:8]}"
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={
+            CONF_TOPIC_PREFIX: prefix,
+            CONF_LLM_BASE_URL: fake_llm.base_url,
+            CONF_LLM_MODEL: DEFAULT_MODEL,
+            CONF_EMBEDDING_MODEL: "fake-embedding",
+            CONF_EMBEDDING_DIMS: 64,
+        },
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    body = start_body(mqtt_broker, prefix)
+    await hass.async_add_executor_job(body.start)
+    try:
+        runtime = entry.runtime_data
+        await until(lambda: runtime.souls.soul_of("terminal-001") is not None)
+        assert runtime.memory is not None and runtime.memory.ready
+        client = await hass_client()
+
+        def say(text: str, session: str) -> Any:
+            return client.post(
+                "/api/soul/v1/chat",
+                json={
+                    "session_id": session,
+                    "terminal_id": "terminal-001",
+                    "user_id": "u1",
+                    "inputs": [{"type": "speech_text", "text": text}],
+                },
+            )
+
+        # Session 1 tells a fact; after 3 idle minutes it is archived and searchable.
+        fake_llm.reply("咪咪是个好名字！")
+        fake_llm.reply("用户的猫叫咪咪。")  # the idle summary
+        await say("你觉得我家猫叫咪咪这个名字怎么样？", "s1")
+        # Three idle minutes, on the session's clock (a frozen loop clock would
+        # also stop the MQTT client and this test's polling).
+        runtime.chat.sessions["s1"].last_user_at -= timedelta(minutes=3).total_seconds()
+        await runtime.chat.summarize_idle()
+        found = await runtime.memory.recall("猫", user_id="u1", soul_id=None)
+        assert any("咪咪" in item.text for item in found)
+
+        # Session 2 asks: the body sees searching, then done, then the reply uses it.
+        fake_llm.reply(
+            tool_calls=[tool_call("recall_memory", {"query": "我家的猫叫什么"})]
+        )
+        response = await (await say("我家的猫叫什么？", "s2")).json()
+        assert "咪咪" in response["reply"]
+        assert "recall_memory" in response["executed_skills"]
+        await until(lambda: len(body.statuses) >= 2)
+        assert [s["status"] for s in body.statuses] == [
+            "mem0_searching",
+            "mem0_search_done",
+        ]
+        assert all(s["session_id"] == "s2" for s in body.statuses)
+
+        # The backend is stopped: the body sees the failure and still gets an answer.
+        await runtime.memory.backend.close()
+        fake_llm.reply(tool_calls=[tool_call("recall_memory", {"query": "猫"})])
+        response = await (await say("我家的猫叫什么来着？", "s3")).json()
+        assert response["reply"] == "我一时想不起来，但我在听。"
+        await until(lambda: len(body.statuses) >= 4)
+        assert [s["status"] for s in body.statuses[2:]] == [
+            "mem0_searching", "mem0_search_failed"
+        ]  # fmt: skip
+    finally:
+        await hass.async_add_executor_job(body.stop)
+        assert await hass.config_entries.async_unload(entry.entry_id)

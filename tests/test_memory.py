@@ -130,6 +130,15 @@ async def test_embedded_memory(
         )  # fmt: skip
         assert found["memories"][0]["memory"] == "我家猫叫咪咪"
         assert found["memories"][0]["metadata"]["type"] == "fact"
+        # A restart keeps the memories (mem0's store is on disk).
+        assert await hass.config_entries.async_unload(entry.entry_id)
+        assert await hass.config_entries.async_setup(entry.entry_id)
+        await hass.async_block_till_done(wait_background_tasks=True)
+        found = await hass.services.async_call(
+            DOMAIN, "recall", {"query": "猫", "user_id": "u1"},
+            blocking=True, return_response=True,
+        )  # fmt: skip
+        assert [m["memory"] for m in found["memories"]] == ["我家猫叫咪咪"]
         diagnostics = await async_get_config_entry_diagnostics(hass, entry)
         assert diagnostics["memory"]["ready"] is True
         assert diagnostics["memory"]["memories_per_user"] == {"u1": 1}
