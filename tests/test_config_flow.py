@@ -21,6 +21,8 @@ from custom_components.soul.const import (
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_MEM0_URL,
+    CONF_MEMORY_BACKEND,
     CONF_MEMORY_TIMEOUT,
     CONF_TOPIC_PREFIX,
     DOMAIN,
@@ -29,12 +31,14 @@ from devtools.broker import free_port
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
 
 pytestmark = pytest.mark.usefixtures("mqtt_mock")
-# What the form fills in for the memory fields left alone.
-MEMORY_DEFAULTS = {
+# What the form fills in for the memory fields left alone; memory itself is off
+# here (its tests are tests/test_memory.py).
+FORM_DEFAULTS = {
     CONF_EMBEDDING_MODEL: "text-embedding-3-small",
     CONF_EMBEDDING_DIMS: 1536,
     CONF_MEMORY_TIMEOUT: 5.0,
 }
+MEMORY_DEFAULTS = {CONF_MEMORY_BACKEND: "none", **FORM_DEFAULTS}
 
 
 def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, Any]:
@@ -80,12 +84,52 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
         CONF_MAX_TOOL_ROUNDS: 3,
-        **MEMORY_DEFAULTS,
+        **FORM_DEFAULTS,
     }
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
     assert entry.runtime_data.topic_prefix == "home/soul"
     assert entry.runtime_data.llm is None
+    # Without an LLM, memory defaults to off.
+    assert entry.runtime_data.memory is None
+
+
+async def test_memory_settings_are_checked(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
+    flow_id = await start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, {CONF_TOPIC_PREFIX: "soul", CONF_MEMORY_BACKEND: "mem0_embedded"}
+    )
+    assert result["errors"] == {CONF_MEMORY_BACKEND: "memory_needs_llm"}
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, {CONF_TOPIC_PREFIX: "soul", CONF_MEMORY_BACKEND: "mem0_server"}
+    )
+    assert result["errors"] == {CONF_MEM0_URL: "mem0_url_required"}
+    result = await hass.config_entries.flow.async_configure(
+        flow_id,
+        {
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_MEMORY_BACKEND: "mem0_server",
+            CONF_MEM0_URL: "not a url",
+        },
+    )
+    assert result["errors"] == {CONF_MEM0_URL: "invalid_url"}
+    result = await hass.config_entries.flow.async_configure(
+        flow_id,
+        {
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_MEMORY_BACKEND: "mem0_server",
+            CONF_MEM0_URL: "http://127.0.0.1:9",
+        },
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done(wait_background_tasks=True)
+    entry = result["result"]
+    # The server is unreachable: memory exists but is not ready.
+    assert entry.runtime_data.memory is not None
+    assert not entry.runtime_data.memory.ready
+    assert hass.states.get("binary_sensor.soul_memory").state == "off"
 
 
 async def test_user_flow_with_llm(hass: HomeAssistant, fake_llm: FakeOpenAI) -> None:
@@ -280,7 +324,7 @@ async def test_options_flow_turns_llm_off(
         CONF_INVOKE_TIMEOUT: 8.0,
         CONF_EMOTION_TICK_INTERVAL: 3.0,
         CONF_MAX_TOOL_ROUNDS: 3,
-        **MEMORY_DEFAULTS,
+        **FORM_DEFAULTS,
     }
     assert entry.runtime_data.llm is None
 

@@ -18,6 +18,7 @@ from custom_components.soul.compat import tool_output
 from custom_components.soul.const import (
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
+    CONF_MEMORY_BACKEND,
     CONF_TOPIC_PREFIX,
     DOMAIN,
 )
@@ -63,6 +64,7 @@ async def test_assist_with_the_model_and_home_assistant_tools(
         options={
             CONF_TOPIC_PREFIX: "soul",
             CONF_LLM_BASE_URL: fake_llm.base_url,
+            CONF_MEMORY_BACKEND: "none",
             CONF_LLM_MODEL: DEFAULT_MODEL,
         },
         subentries_data=[

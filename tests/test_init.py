@@ -22,6 +22,7 @@ from custom_components.soul.const import (
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
+    CONF_MEMORY_BACKEND,
     CONF_TOPIC_PREFIX,
     DOMAIN,
 )
@@ -81,6 +82,7 @@ async def test_diagnostics_redact_the_api_key(
     options = {
         CONF_TOPIC_PREFIX: "soul",
         CONF_LLM_BASE_URL: fake_llm.base_url,
+        CONF_MEMORY_BACKEND: "none",
         CONF_LLM_MODEL: DEFAULT_MODEL,
         CONF_LLM_API_KEY: "sk-very-secret",
     }
