@@ -1,0 +1,1 @@
+"""The Star Protocol (``star-protocol.md``): hub routing and a client SDK, HA-free."""

@@ -1,0 +1,408 @@
+"""The Star Protocol hub's routing core, independent of any transport.
+
+A transport (Home Assistant's HTTP server, or ``devtools.star_server``) accepts
+a WebSocket, authenticates it, and calls ``StarHub.connect`` with the
+connection's identity and two callbacks: ``send(text) -> bool`` (False when
+its bounded queue is full) and ``close(code, reason)``. Every frame goes to
+``receive``. The hub validates the envelope, checks that the sender is the
+connection's own identity, routes by recipient type and id inside the
+sender's environment (``"*"`` broadcasts to every client of that type there),
+answers problems with the spec's error envelope, rate-limits each client, and
+never parses ``payload`` beyond its size. ``tick`` sends heartbeats and
+returns the connections silent for too long.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+import json
+import logging
+import re
+import time
+from typing import Any
+
+_LOGGER = logging.getLogger(__name__)
+
+HUB_ID = "hub"
+CLIENT_TYPES = ("agent", "environment", "human")
+ENVELOPE_TYPES = ("heartbeat", "message", "error")
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{2,49}")
+MAX_MESSAGE_BYTES = 1024 * 1024
+HEARTBEAT_INTERVAL = 30.0
+IDLE_TIMEOUT = 60.0
+DEFAULT_RATE = 200.0  # messages per second, sustained
+DEFAULT_BURST = 400
+CLOSE_GOING_AWAY = 1001
+CLOSE_POLICY = 1008
+CLOSE_TOO_BIG = 1009
+CLOSE_TRY_LATER = 1013
+
+VALIDATION_ERROR = "VALIDATION_ERROR"
+PERMISSION_DENIED = "PERMISSION_DENIED"
+RECIPIENT_NOT_FOUND = "RECIPIENT_NOT_FOUND"
+RATE_LIMITED = "RATE_LIMITED"
+MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
+
+
+def valid_id(value: Any) -> bool:
+    """Return whether ``value`` is a 3–50 character id of the safe alphabet."""
+    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a connection is: its type, id and environment."""
+
+    client_type: str
+    client_id: str
+    env_id: str | None  # None for humans (they may address any environment)
+
+    def as_party(self) -> dict[str, str]:
+        """Return the envelope's ``sender`` object for this identity."""
+        return {"id": self.client_id, "type": self.client_type}
+
+
+@dataclass(eq=False)
+class Connection:
+    """One connected client, as the hub sees it."""
+
+    identity: Identity
+    send: Callable[[str], bool]
+    close: Callable[[int, str], None]
+    connected_at: float
+    last_seen: float
+    tokens: float = DEFAULT_BURST
+    token_time: float = 0.0
+    received: int = 0
+    sent: int = 0
+    closed: bool = False
+
+
+@dataclass
+class HubStats:
+    """Counters for sensors and diagnostics."""
+
+    routed: int = 0
+    errors: int = 0
+    dropped_slow: int = 0
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
+
+
+class StarHub:
+    """Routes envelopes between connections; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        rate: float = DEFAULT_RATE,
+        burst: int = DEFAULT_BURST,
+        idle_timeout: float = IDLE_TIMEOUT,
+    ) -> None:
+        """Create an empty hub."""
+        self._clock = clock
+        self.max_message_bytes = max_message_bytes
+        self.rate = rate
+        self.burst = burst
+        self.idle_timeout = idle_timeout
+        self._by_key: dict[tuple[str | None, str, str], Connection] = {}
+        self.stats = HubStats()
+        self._listeners: list[Callable[[], None]] = []
+
+    # -- connections ------------------------------------------------------------
+
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` when a client connects or leaves."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+    @staticmethod
+    def _key(identity: Identity) -> tuple[str | None, str, str]:
+        return (identity.env_id, identity.client_type, identity.client_id)
+
+    def connect(
+        self,
+        identity: Identity,
+        send: Callable[[str], bool],
+        close: Callable[[int, str], None],
+    ) -> Connection:
+        """Register a connection; a stale one with the same identity is taken over."""
+        now = self._clock()
+        connection = Connection(
+            identity, send, close, now, now, tokens=self.burst, token_time=now
+        )
+        if (old := self._by_key.get(self._key(identity))) is not None:
+            _LOGGER.info(
+                "Star client %s reconnected; closing its old connection", identity
+            )
+            old.closed = True
+            old.close(CLOSE_GOING_AWAY, "replaced by a new connection")
+        self._by_key[self._key(identity)] = connection
+        self._send(connection, self._heartbeat(identity))
+        self._changed()
+        return connection
+
+    def disconnect(self, connection: Connection) -> None:
+        """Forget a connection (if it is still the current one for its identity)."""
+        connection.closed = True
+        key = self._key(connection.identity)
+        if self._by_key.get(key) is connection:
+            del self._by_key[key]
+            self._changed()
+
+    def connections(self) -> list[Connection]:
+        """Return the current connections."""
+        return list(self._by_key.values())
+
+    def counts(self) -> dict[str, int]:
+        """Return connected clients by type."""
+        counts = dict.fromkeys(CLIENT_TYPES, 0)
+        for connection in self._by_key.values():
+            counts[connection.identity.client_type] += 1
+        return counts
+
+    # -- frames -------------------------------------------------------------------
+
+    def receive(self, connection: Connection, raw: str | bytes) -> None:
+        """Handle one frame from ``connection``."""
+        if connection.closed:
+            return
+        now = self._clock()
+        connection.last_seen = now
+        connection.received += 1
+        if len(raw) > self.max_message_bytes:
+            self._error(
+                connection,
+                MESSAGE_TOO_LARGE,
+                f"message larger than {self.max_message_bytes} bytes",
+                None,
+            )
+            connection.closed = True
+            connection.close(CLOSE_TOO_BIG, "message too large")
+            self.disconnect(connection)
+            return
+        if not self._take_token(connection, now):
+            self._error(connection, RATE_LIMITED, "too many messages; slow down", None,
+                        suggested="wait and resend")  # fmt: skip
+            return
+        try:
+            envelope = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as err:
+            self._error(
+                connection, VALIDATION_ERROR, "malformed JSON", None, [str(err)]
+            )
+            return
+        problems = self._validate(envelope)
+        message_id = envelope.get("message_id") if isinstance(envelope, dict) else None
+        if not isinstance(message_id, str):
+            message_id = (
+                envelope.get("id")
+                if isinstance(envelope, dict) and isinstance(envelope.get("id"), str)
+                else None
+            )
+        if problems:
+            self._error(
+                connection, VALIDATION_ERROR, "invalid envelope", message_id, problems
+            )
+            return
+        if envelope["sender"] != connection.identity.as_party():
+            self._error(
+                connection,
+                PERMISSION_DENIED,
+                "sender must be this connection's own identity",
+                message_id,
+                suggested=f"send as {connection.identity.as_party()}",
+            )
+            return
+        if envelope["type"] == "heartbeat":
+            return  # a client's pong: last_seen is updated
+        if envelope["type"] == "error":
+            self.stats.errors += 1
+        self._route(
+            connection,
+            envelope,
+            raw if isinstance(raw, str) else raw.decode(),
+            message_id,
+            now,
+        )
+
+    def _take_token(self, connection: Connection, now: float) -> bool:
+        connection.tokens = min(
+            self.burst, connection.tokens + (now - connection.token_time) * self.rate
+        )
+        connection.token_time = now
+        if connection.tokens < 1:
+            return False
+        connection.tokens -= 1
+        return True
+
+    @staticmethod
+    def _validate(envelope: Any) -> list[str]:
+        if not isinstance(envelope, dict):
+            return ["the message must be a JSON object"]
+        problems = []
+        if envelope.get("type") not in ENVELOPE_TYPES:
+            problems.append(f"type must be one of {', '.join(ENVELOPE_TYPES)}")
+        for part in ("sender", "recipient"):
+            party = envelope.get(part)
+            if not isinstance(party, dict):
+                problems.append(f"{part} must be an object with id and type")
+                continue
+            if party.get("type") not in (*CLIENT_TYPES, HUB_ID):
+                problems.append(f"{part}.type must be agent, environment, human or hub")
+            if not (
+                valid_id(party.get("id"))
+                or (part == "recipient" and party.get("id") == "*")
+            ):
+                problems.append(
+                    f"{part}.id must be 3-50 characters of A-Z a-z 0-9 _ . -"
+                )
+        if "payload" not in envelope:
+            problems.append("payload is required")
+        problems.extend(
+            f"{optional} must be a string"
+            for optional in ("timestamp", "message_id")
+            if optional in envelope and not isinstance(envelope[optional], str)
+        )
+        return problems
+
+    def _targets(
+        self, sender: Connection, recipient: dict[str, str]
+    ) -> list[Connection]:
+        env = sender.identity.env_id
+        if sender.identity.client_type == "human" or recipient["type"] == "human":
+            envs: set[str | None] | None = None  # humans talk across environments
+        else:
+            envs = {env}
+        if recipient["id"] == "*":
+            return [
+                c
+                for c in self._by_key.values()
+                if c.identity.client_type == recipient["type"]
+                and c is not sender
+                and (envs is None or c.identity.env_id in envs)
+            ]
+        if recipient["type"] == "environment":
+            key = (recipient["id"], "environment", recipient["id"])
+            found = self._by_key.get(key)
+            if found is not None and (envs is None or recipient["id"] in envs):
+                return [found]
+            return []
+        if envs is None:
+            return [
+                c
+                for c in self._by_key.values()
+                if c.identity.client_type == recipient["type"]
+                and c.identity.client_id == recipient["id"]
+            ][:1]
+        found = self._by_key.get((env, recipient["type"], recipient["id"]))
+        return [found] if found is not None else []
+
+    def _route(self, sender: Connection, envelope: dict[str, Any], text: str,
+               message_id: str | None, started: float) -> None:  # fmt: skip
+        recipient = envelope["recipient"]
+        targets = self._targets(sender, recipient)
+        if not targets:
+            self._error(
+                sender,
+                RECIPIENT_NOT_FOUND,
+                f"{recipient['type']} {recipient['id']!r} is not connected"
+                if recipient["id"] != "*"
+                else f"no {recipient['type']} is connected",
+                message_id,
+                suggested="check the recipient id and environment",
+            )
+            return
+        for target in targets:
+            self._send(target, text)
+        self.stats.routed += len(targets)
+        self.stats.latencies.append(self._clock() - started)
+
+    # -- sending ------------------------------------------------------------------
+
+    def _send(self, connection: Connection, text: str) -> None:
+        if connection.closed:
+            return
+        if connection.send(text):
+            connection.sent += 1
+            return
+        # The bounded queue is full: a slow consumer is cut off.
+        self.stats.dropped_slow += 1
+        _LOGGER.warning(
+            "Star client %s is too slow; disconnecting it", connection.identity
+        )
+        connection.closed = True
+        connection.close(CLOSE_TRY_LATER, "send queue full (slow consumer)")
+        self.disconnect(connection)
+
+    def _heartbeat(self, identity: Identity) -> str:
+        return json.dumps(
+            {
+                "type": "heartbeat",
+                "sender": {"id": HUB_ID, "type": HUB_ID},
+                "recipient": identity.as_party(),
+                "payload": {
+                    "timestamp": _iso(time.time()),
+                    "server_status": "running",
+                    "ping": "pong",
+                },
+            }
+        )
+
+    def _error(
+        self,
+        connection: Connection,
+        code: str,
+        message: str,
+        original_message_id: str | None,
+        validation_errors: list[str] | None = None,
+        *,
+        suggested: str | None = None,
+    ) -> None:
+        self.stats.errors += 1
+        details: dict[str, Any] = {"original_message_id": original_message_id}
+        if validation_errors:
+            details["validation_errors"] = validation_errors
+        if suggested:
+            details["suggested_action"] = suggested
+        self._send(
+            connection,
+            json.dumps(
+                {
+                    "type": "error",
+                    "sender": {"id": HUB_ID, "type": HUB_ID},
+                    "recipient": connection.identity.as_party(),
+                    "payload": {
+                        "error_code": code,
+                        "message": message,
+                        "details": details,
+                    },
+                    "timestamp": _iso(time.time()),
+                },
+                ensure_ascii=False,
+            ),
+        )
+
+    def tick(self) -> None:
+        """Send heartbeats; close connections silent for longer than the timeout."""
+        now = self._clock()
+        for connection in self.connections():
+            if now - connection.last_seen > self.idle_timeout:
+                _LOGGER.info("Star client %s timed out", connection.identity)
+                connection.closed = True
+                connection.close(CLOSE_POLICY, "no traffic or pong for too long")
+                self.disconnect(connection)
+            else:
+                self._send(connection, self._heartbeat(connection.identity))
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
