@@ -26,6 +26,7 @@ from .memory import async_start_memory
 from .runtime import SoulConfigEntry, async_create_runtime
 from .services import async_setup_services
 from .souls import async_start_souls, async_sync_souls, soul_id_of_device
+from .star import async_register_star_views, async_start_star
 from .storage import DebouncedStore
 from .views import async_register_views
 
@@ -50,6 +51,7 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Register Soul's actions and HTTP API."""
     async_setup_services(hass)
     async_register_views(hass)
+    async_register_star_views(hass)
     return True
 
 
@@ -80,6 +82,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_start_souls(hass, entry)
     entry.async_on_unload(async_register_api(hass, entry))
+    entry.async_on_unload(async_start_star(hass, entry))
     if runtime.memory is not None:
         entry.async_on_unload(
             async_start_memory(hass, runtime.memory, entry.async_create_background_task)

@@ -31,6 +31,7 @@ from .core.llm import LLMEndpoint, OpenAICompatibleLLM
 from .core.memory.manager import MemoryManager
 from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
+from .core.star.hub import StarHub
 from .core.topics import Topics
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class SoulRuntime:
     souls: SoulHub
     chat: ChatPipeline
     memory: MemoryManager | None
+    star: StarHub
     memory_store: DebouncedStore
     store: DebouncedStore
     sessions_store: DebouncedStore
@@ -161,6 +163,7 @@ async def async_create_runtime(
         chat=chat,
         memory=memory,
         memory_store=memory_store,
+        star=StarHub(),
         store=store,
         sessions_store=sessions_store,
         options=dict(entry.options),

@@ -1,0 +1,295 @@
+"""The Star hub served by Home Assistant, over real WebSockets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+from unittest.mock import patch
+
+from aiohttp import ClientWebSocketResponse, WSMsgType, WSServerHandshakeError
+from homeassistant.core import HomeAssistant
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from .test_terminals import T, announce
+
+BASE = "/api/soul/star"
+
+
+def envelope(
+    sender: tuple[str, str], recipient: tuple[str, str], payload: Any, **extra: Any
+) -> dict:
+    """Return a message envelope."""
+    return {
+        "type": "message",
+        "sender": {"id": sender[0], "type": sender[1]},
+        "recipient": {"id": recipient[0], "type": recipient[1]},
+        "payload": payload,
+        **extra,
+    }
+
+
+async def receive(ws: ClientWebSocketResponse, timeout: float = 5) -> dict:
+    """Return the next JSON frame that is not a heartbeat."""
+    while True:
+        message = await ws.receive(timeout=timeout)
+        assert message.type is WSMsgType.TEXT, message
+        frame = json.loads(message.data)
+        if frame.get("type") != "heartbeat":
+            return frame
+
+
+class Clients:
+    """Opens authenticated WebSockets to the hub."""
+
+    def __init__(self, client: Any, token: str) -> None:
+        self.client = client
+        self.token = token
+        self.open: list[ClientWebSocketResponse] = []
+
+    async def connect(
+        self, path: str, *, token: str | None = None
+    ) -> ClientWebSocketResponse:
+        ws = await self.client.ws_connect(
+            BASE + path, headers={"Authorization": f"Bearer {token or self.token}"}
+        )
+        first = json.loads((await ws.receive(timeout=5)).data)
+        assert first["type"] == "heartbeat"  # the hub greets every client
+        self.open.append(ws)
+        return ws
+
+    async def close(self) -> None:
+        for ws in self.open:
+            await ws.close()
+
+
+@pytest.fixture
+async def clients(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client_no_auth: ClientSessionGenerator,
+    hass_access_token: str,
+) -> Any:
+    made = Clients(await hass_client_no_auth(), hass_access_token)
+    yield made
+    await made.close()
+
+
+async def test_authentication(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client_no_auth: ClientSessionGenerator,
+    hass_access_token: str,
+) -> None:
+    client = await hass_client_no_auth()
+    # A wrong header does not authenticate: the connection must then
+    # authenticate with its first frame, and is closed when it does not.
+    ws = await client.ws_connect(
+        BASE + "/env/world1", headers={"Authorization": "Bearer nope"}
+    )
+    await ws.send_json({"type": "message"})
+    assert (await ws.receive_json())["type"] == "auth_invalid"
+    assert (await ws.receive()).type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    # Without a header the first frame must authenticate.
+    ws = await client.ws_connect(BASE + "/env/world1")
+    await ws.send_json({"type": "auth", "access_token": "wrong"})
+    assert (await ws.receive_json())["type"] == "auth_invalid"
+    assert (await ws.receive()).type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    ws = await client.ws_connect(BASE + "/env/world1")
+    await ws.send_str("not json")
+    assert (await ws.receive_json())["type"] == "auth_invalid"
+    ws = await client.ws_connect(BASE + "/env/world1")
+    await ws.send_json({"type": "auth", "access_token": hass_access_token})
+    assert (await ws.receive_json())["type"] == "auth_ok"
+    assert (await ws.receive_json())["type"] == "heartbeat"
+    await ws.close()
+    # Ids are checked.
+    with pytest.raises(WSServerHandshakeError) as refused:
+        await client.ws_connect(
+            BASE + "/env/x", headers={"Authorization": f"Bearer {hass_access_token}"}
+        )
+    assert refused.value.status == 400
+
+
+async def test_routing_errors_and_isolation(clients: Clients) -> None:
+    world = await clients.connect("/env/world1")
+    alice = await clients.connect("/env/world1/agent/alice")
+    bob = await clients.connect("/env/world1/agent/bob")
+    stranger = await clients.connect("/env/world2/agent/carol")
+    action = {"type": "action", "action": "ping", "id": "a1", "parameters": {}}
+    await alice.send_json(
+        envelope(("alice", "agent"), ("world1", "environment"), action, message_id="m1")
+    )
+    routed = await receive(world)
+    assert routed["payload"] == action and routed["sender"]["id"] == "alice"
+    # Spoofed sender: refused, and the connection stays usable.
+    await alice.send_json(
+        envelope(("bob", "agent"), ("world1", "environment"), action, message_id="m2")
+    )
+    error = await receive(alice)
+    assert error["type"] == "error"
+    assert error["payload"]["error_code"] == "PERMISSION_DENIED"
+    assert error["payload"]["details"]["original_message_id"] == "m2"
+    # Malformed JSON and invalid envelopes.
+    await alice.send_str("{nope")
+    assert (await receive(alice))["payload"]["error_code"] == "VALIDATION_ERROR"
+    await alice.send_json(
+        {
+            "type": "message",
+            "sender": {"id": "alice", "type": "agent"},
+            "message_id": "m3",
+        }
+    )
+    error = await receive(alice)
+    assert error["payload"]["error_code"] == "VALIDATION_ERROR"
+    assert error["payload"]["details"]["validation_errors"]
+    # Unknown recipient; agents in other environments are out of reach.
+    await alice.send_json(
+        envelope(
+            ("alice", "agent"), ("carol", "agent"), {"type": "event"}, message_id="m4"
+        )
+    )
+    assert (await receive(alice))["payload"]["error_code"] == "RECIPIENT_NOT_FOUND"
+    # Broadcast reaches every agent of the environment, not the sender's peers elsewhere.
+    event = {"type": "event", "event": "world_status", "id": "e1", "data": {}}
+    await world.send_json(envelope(("world1", "environment"), ("*", "agent"), event))
+    assert (await receive(alice))["payload"] == event
+    assert (await receive(bob))["payload"] == event
+    with pytest.raises(asyncio.TimeoutError):
+        await receive(stranger, timeout=0.3)
+    # The environment answers; order per sender→recipient is kept.
+    for n in range(20):
+        await world.send_json(
+            envelope(
+                ("world1", "environment"),
+                ("alice", "agent"),
+                {"type": "outcome", "id": f"a{n}"},
+            )
+        )
+    assert [(await receive(alice))["payload"]["id"] for _ in range(20)] == [
+        f"a{n}" for n in range(20)
+    ]
+
+
+async def test_oversize_frame_closes_only_that_client(clients: Clients) -> None:
+    world = await clients.connect("/env/world1")
+    alice = await clients.connect("/env/world1/agent/alice")
+    big = envelope(
+        ("alice", "agent"),
+        ("world1", "environment"),
+        {"blob": "x" * (1024 * 1024 + 10)},
+    )
+    await alice.send_str(json.dumps(big))
+    error = await receive(alice)
+    assert error["payload"]["error_code"] == "MESSAGE_TOO_LARGE"
+    closing = await alice.receive(timeout=5)
+    assert closing.type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    # The environment is unaffected.
+    bob = await clients.connect("/env/world1/agent/bob")
+    await bob.send_json(
+        envelope(
+            ("bob", "agent"), ("world1", "environment"), {"type": "action", "id": "b"}
+        )
+    )
+    assert (await receive(world))["sender"]["id"] == "bob"
+
+
+async def test_takeover_heartbeat_timeout_and_rate_limit(
+    clients: Clients, init_integration: MockConfigEntry
+) -> None:
+    hub = init_integration.runtime_data.star
+    world = await clients.connect("/env/world1")
+    first = await clients.connect("/env/world1/agent/alice")
+    second = await clients.connect("/env/world1/agent/alice")  # reconnects
+    closing = await first.receive(timeout=5)
+    assert closing.type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    await second.send_json(
+        envelope(
+            ("alice", "agent"), ("world1", "environment"), {"type": "action", "id": "x"}
+        )
+    )
+    assert (await receive(world))["payload"]["id"] == "x"
+    assert hub.counts() == {"agent": 1, "environment": 1, "human": 0}
+    # Rate limit: a small bucket, then a burst.
+    hub.burst, hub.rate = 3, 0.001
+    for connection in hub.connections():
+        connection.tokens = 3
+    for n in range(5):
+        await second.send_json(
+            envelope(
+                ("alice", "agent"),
+                ("world1", "environment"),
+                {"type": "action", "id": f"r{n}"},
+            )
+        )
+    assert (await receive(second))["payload"]["error_code"] == "RATE_LIMITED"
+    # Heartbeat timeout: silent clients are closed.
+    hub.idle_timeout = -1
+    hub.tick()
+    while (closing := await world.receive(timeout=5)).type is WSMsgType.TEXT:
+        pass  # the burst's routed messages
+    assert closing.type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+
+
+async def test_slow_consumer_is_disconnected(
+    clients: Clients, init_integration: MockConfigEntry
+) -> None:
+    hub = init_integration.runtime_data.star
+    with patch("custom_components.soul.star.SEND_QUEUE", 2):
+        world = await clients.connect("/env/world1")
+        sleepy = await clients.connect("/env/world1/agent/sleepy")  # never reads
+    awake = await clients.connect("/env/world1/agent/awake")
+    chunk = {"type": "stream", "data": "x" * 200_000}
+    for _ in range(60):
+        await world.send_json(
+            envelope(("world1", "environment"), ("sleepy", "agent"), chunk)
+        )
+        if hub.stats.dropped_slow:
+            break
+        await asyncio.sleep(0)
+    for _ in range(100):
+        if hub.stats.dropped_slow:
+            break
+        await asyncio.sleep(0.05)
+    assert hub.stats.dropped_slow == 1
+    assert "sleepy" not in {c.identity.client_id for c in hub.connections()}
+    await world.send_json(
+        envelope(
+            ("world1", "environment"), ("awake", "agent"), {"type": "event", "id": "ok"}
+        )
+    )
+    assert (await receive(awake))["payload"]["id"] == "ok"
+    del sleepy
+
+
+async def test_a_soul_answers_chat_actions(
+    hass: HomeAssistant, clients: Clients, init_integration: MockConfigEntry
+) -> None:
+    announce(hass)  # soul "friendly", bound to the body
+    await hass.async_block_till_done()
+    soul_id = init_integration.runtime_data.souls.soul_of(T).soul_id
+    human = await clients.connect("/human/dad01")
+    action = {
+        "type": "action",
+        "action": "chat",
+        "id": "c1",
+        "parameters": {"text": "把灯调成绿色", "user_id": "dad"},
+    }
+    await human.send_json(
+        envelope(("dad01", "human"), (f"soul_{soul_id}", "agent"), action)
+    )
+    outcome = await receive(human)
+    assert outcome["sender"] == {"id": f"soul_{soul_id}", "type": "agent"}
+    assert outcome["payload"]["type"] == "outcome" and outcome["payload"]["id"] == "c1"
+    assert outcome["payload"]["outcome"]["status"] == "success"
+    assert outcome["payload"]["outcome"]["data"]["executed_skills"] == ["control_light"]
+    await human.send_json(
+        envelope(
+            ("dad01", "human"),
+            (f"soul_{soul_id}", "agent"),
+            {"type": "action", "action": "dance", "id": "c2"},
+        )
+    )
+    assert (await receive(human))["payload"]["outcome"]["status"] == "error"
