@@ -293,3 +293,42 @@ async def test_a_soul_answers_chat_actions(
         )
     )
     assert (await receive(human))["payload"]["outcome"]["status"] == "error"
+
+
+async def test_sensors_and_diagnostics(
+    hass: HomeAssistant,
+    clients: Clients,
+    init_integration: MockConfigEntry,
+    freezer: Any,
+) -> None:
+    from datetime import timedelta
+
+    from pytest_homeassistant_custom_component.common import async_fire_time_changed
+
+    from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
+
+    world = await clients.connect("/env/world1")
+    alice = await clients.connect("/env/world1/agent/alice")
+    await hass.async_block_till_done()
+    assert hass.states.get("sensor.soul_star_agents").state == "1"
+    assert hass.states.get("sensor.soul_star_environments").state == "1"
+    for n in range(5):
+        await alice.send_json(
+            envelope(
+                ("alice", "agent"),
+                ("world1", "environment"),
+                {"type": "action", "id": f"m{n}"},
+            )
+        )
+    for _ in range(5):
+        await receive(world)
+    await alice.send_str("{bad")
+    await receive(alice)
+    freezer.tick(timedelta(seconds=10))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done()
+    assert float(hass.states.get("sensor.soul_star_messages").state) == 0.5
+    assert float(hass.states.get("sensor.soul_star_errors").state) == 0.1
+    assert float(hass.states.get("sensor.soul_star_routing_latency").state) >= 0
+    diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
+    assert {c["id"] for c in diagnostics["star"]["connections"]} == {"world1", "alice"}

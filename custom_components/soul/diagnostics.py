@@ -92,6 +92,22 @@ async def async_get_config_entry_diagnostics(
             "archived": memory.archived if memory else 0,
             "memories_per_user": counts,
         },
+        "star": {
+            "clients": runtime.star.counts(),
+            "routed": runtime.star.stats.routed,
+            "errors": runtime.star.stats.errors,
+            "dropped_slow_consumers": runtime.star.stats.dropped_slow,
+            "connections": [
+                {
+                    "type": c.identity.client_type,
+                    "id": c.identity.client_id,
+                    "env_id": c.identity.env_id,
+                    "received": c.received,
+                    "sent": c.sent,
+                }
+                for c in runtime.star.connections()
+            ],
+        },
         "chat": {
             "token_usage": dict(runtime.chat.usage),
             "last_route": runtime.chat.last_route,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from homeassistant.components.sensor import (
@@ -19,15 +19,17 @@ from homeassistant.components.sensor import (
     SensorEntityDescription,
     SensorStateClass,
 )
-from homeassistant.const import PERCENTAGE, EntityCategory
-from homeassistant.core import HomeAssistant
+from homeassistant.const import PERCENTAGE, EntityCategory, UnitOfTime
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.helpers.event import async_track_time_interval
 
 from .core.emotion.dynamics import ExecMode, Mood
 from .core.registry import Change, Terminal
 from .core.souls import EmotionSnapshot, Soul
 from .entity import (
     SoulDeviceEntity,
+    SoulEntity,
     TerminalEntity,
     async_setup_soul_entities,
     async_setup_terminal_entities,
@@ -164,6 +166,73 @@ class SoulSensor(SoulDeviceEntity, SensorEntity):
         return self._state_key()
 
 
+STAR_RATE_INTERVAL = timedelta(seconds=10)
+
+
+class StarClientsSensor(SoulEntity, SensorEntity):
+    """How many Star clients of one type are connected to the hub."""
+
+    _attr_state_class = SensorStateClass.MEASUREMENT
+    _attr_entity_category = EntityCategory.DIAGNOSTIC
+
+    def __init__(self, entry: SoulConfigEntry, client_type: str) -> None:
+        """Count ``client_type`` clients."""
+        super().__init__(entry, f"star_{client_type}s")
+        self.client_type = client_type
+
+    @property
+    def native_value(self) -> int:
+        """Return the number of connected clients of this type."""
+        return self.entry.runtime_data.star.counts()[self.client_type]
+
+    async def async_added_to_hass(self) -> None:
+        """Follow connections."""
+        self.async_on_remove(
+            self.entry.runtime_data.star.subscribe(self.async_write_ha_state)
+        )
+
+
+class StarRateSensor(SoulEntity, SensorEntity):
+    """Messages or errors per second, or routing latency, over the last 10 s."""
+
+    _attr_state_class = SensorStateClass.MEASUREMENT
+    _attr_entity_category = EntityCategory.DIAGNOSTIC
+    _attr_suggested_display_precision = 1
+
+    def __init__(self, entry: SoulConfigEntry, key: str, unit: str) -> None:
+        """Measure ``key``: star_messages, star_errors or star_latency."""
+        super().__init__(entry, key)
+        self.key = key
+        self._attr_native_unit_of_measurement = unit
+        self._last = (0, 0)
+        self._attr_native_value = 0.0
+
+    async def async_added_to_hass(self) -> None:
+        """Sample every 10 s."""
+        stats = self.entry.runtime_data.star.stats
+        self._last = (stats.routed, stats.errors)
+        self.async_on_remove(
+            async_track_time_interval(self.hass, self._sample, STAR_RATE_INTERVAL)
+        )
+
+    @callback
+    def _sample(self, _now: datetime) -> None:
+        stats = self.entry.runtime_data.star.stats
+        seconds = STAR_RATE_INTERVAL.total_seconds()
+        if self.key == "star_messages":
+            self._attr_native_value = (stats.routed - self._last[0]) / seconds
+        elif self.key == "star_errors":
+            self._attr_native_value = (stats.errors - self._last[1]) / seconds
+        else:
+            latencies = sorted(stats.latencies)
+            self._attr_native_value = (
+                latencies[len(latencies) // 2] * 1000 if latencies else None
+            )
+            stats.latencies.clear()
+        self._last = (stats.routed, stats.errors)
+        self.async_write_ha_state()
+
+
 class TerminalSensor(TerminalEntity, SensorEntity):
     """A diagnostic value of a terminal."""
 
@@ -200,7 +269,15 @@ async def async_setup_entry(
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add the emotion sensors per soul and the diagnostic sensors per terminal."""
+    """Add the Star hub's sensors, the emotion sensors per soul and the terminals'."""
+    async_add_entities(
+        [
+            *(StarClientsSensor(entry, t) for t in ("agent", "environment", "human")),
+            StarRateSensor(entry, "star_messages", "messages/s"),
+            StarRateSensor(entry, "star_errors", "errors/s"),
+            StarRateSensor(entry, "star_latency", UnitOfTime.MILLISECONDS),
+        ]
+    )
     async_setup_soul_entities(
         hass,
         entry,
