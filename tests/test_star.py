@@ -332,3 +332,24 @@ async def test_sensors_and_diagnostics(
     assert float(hass.states.get("sensor.soul_star_routing_latency").state) >= 0
     diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
     assert {c["id"] for c in diagnostics["star"]["connections"]} == {"world1", "alice"}
+
+
+async def test_simple_world_demo_through_home_assistant(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client_no_auth: ClientSessionGenerator,
+    hass_access_token: str,
+) -> None:
+    """The spec's SimpleWorld and the scripted agent, through Soul's hub."""
+    from devtools.star_demo import run_demo
+
+    client = await hass_client_no_auth()
+    url = str(client.make_url("")).rstrip("/").replace("http://", "ws://")
+    lines: list[str] = []
+    summary = await run_demo(
+        url, token=hass_access_token, seed=7, status_interval=0.2, say=lines.append
+    )
+    assert summary["picked_up"], summary
+    assert summary["world_actions"]["pickup"] >= 1
+    assert summary["world_actions"]["ping"] >= 1
+    assert init_integration.runtime_data.star.stats.routed > 0

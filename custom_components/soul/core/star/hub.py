@@ -35,6 +35,7 @@ HEARTBEAT_INTERVAL = 30.0
 IDLE_TIMEOUT = 60.0
 DEFAULT_RATE = 200.0  # messages per second, sustained
 DEFAULT_BURST = 400
+ENVIRONMENT_RATE_FACTOR = 10
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_TOO_BIG = 1009
@@ -178,7 +179,12 @@ class StarHub:
         now = self._clock()
         connection.last_seen = now
         connection.received += 1
-        if len(raw) > self.max_message_bytes:
+        size = (
+            len(raw)
+            if isinstance(raw, bytes)
+            else _utf8_size(raw, self.max_message_bytes)
+        )
+        if size > self.max_message_bytes:
             self._error(
                 connection,
                 MESSAGE_TOO_LARGE,
@@ -194,10 +200,12 @@ class StarHub:
                         suggested="wait and resend")  # fmt: skip
             return
         try:
-            envelope = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as err:
+            # Binary frames must be UTF-8 text, as text frames are.
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            envelope = json.loads(text)
+        except (ValueError, RecursionError) as err:
             self._error(
-                connection, VALIDATION_ERROR, "malformed JSON", None, [str(err)]
+                connection, VALIDATION_ERROR, "malformed JSON", None, [str(err)[:200]]
             )
             return
         problems = self._validate(envelope)
@@ -229,14 +237,21 @@ class StarHub:
         self._route(
             connection,
             envelope,
-            raw if isinstance(raw, str) else raw.decode(),
+            text,
             message_id,
             now,
         )
 
     def _take_token(self, connection: Connection, now: float) -> bool:
+        # An environment answers every agent of its world: ten times the budget.
+        scale = (
+            ENVIRONMENT_RATE_FACTOR
+            if connection.identity.client_type == "environment"
+            else 1
+        )
         connection.tokens = min(
-            self.burst, connection.tokens + (now - connection.token_time) * self.rate
+            self.burst * scale,
+            connection.tokens + (now - connection.token_time) * self.rate * scale,
         )
         connection.token_time = now
         if connection.tokens < 1:
@@ -310,6 +325,8 @@ class StarHub:
                message_id: str | None, started: float) -> None:  # fmt: skip
         recipient = envelope["recipient"]
         targets = self._targets(sender, recipient)
+        if not targets and recipient["id"] == "*":
+            return  # a broadcast nobody hears is not an error
         if not targets:
             self._error(
                 sender,
@@ -402,6 +419,13 @@ class StarHub:
                 self.disconnect(connection)
             else:
                 self._send(connection, self._heartbeat(connection.identity))
+
+
+def _utf8_size(text: str, limit: int) -> int:
+    """Return the UTF-8 size of ``text`` (cheaply when it is clearly under ``limit``)."""
+    if len(text) * 4 <= limit:
+        return len(text)  # at most 4 bytes a character: under the limit anyway
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _iso(epoch: float) -> str:

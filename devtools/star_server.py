@@ -1,0 +1,323 @@
+"""A standalone Star Protocol hub over aiohttp WebSockets, for tests, demos and benchmarks.
+
+It serves ``core.star.hub.StarHub`` on the same endpoints as Home Assistant's
+transport (``custom_components/soul/star.py``):
+
+- ``/api/soul/star/env/{env_id}`` — an environment;
+- ``/api/soul/star/env/{env_id}/agent/{agent_id}`` — an agent;
+- ``/api/soul/star/human/{human_id}`` — a human.
+
+A client authenticates with one of the tokens given to the constructor, in an
+``Authorization: Bearer`` header or — for browsers — in a first frame
+``{"type": "auth", "access_token": …}`` answered ``{"type": "auth_ok"}`` or
+``{"type": "auth_invalid", "message": …}`` and close 1008, as Home Assistant's
+WebSocket API does. As in Home Assistant, a header with a wrong token does not
+refuse the upgrade: the connection must then authenticate with its first
+frame. ``tokens=None`` turns authentication off. Each connection has a bounded
+send queue drained by a writer task; when it is full the hub cuts the slow
+client off; the hub's other closes go out after the frames already queued.
+``tick`` runs every ``tick_interval`` seconds (heartbeats and idle timeout)::
+
+    server = StarServer(tokens={"secret"})
+    await server.start()
+    ...  # clients connect to server.base_url
+    await server.close()
+
+``python -m devtools.star_server`` runs it in the foreground.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Iterable
+import contextlib
+import json
+import logging
+import secrets
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from custom_components.soul.core.star.hub import (
+    CLOSE_GOING_AWAY,
+    CLOSE_POLICY,
+    HEARTBEAT_INTERVAL,
+    Identity,
+    StarHub,
+    valid_id,
+)
+
+_LOGGER = logging.getLogger(__name__)
+
+SEND_QUEUE = 256
+AUTH_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 5.0
+PREFIX = "/api/soul/star"
+
+
+class StarServer:
+    """The hub on 127.0.0.1; ``await start()`` it, then connect to ``base_url``."""
+
+    def __init__(
+        self,
+        tokens: Iterable[str] | None = None,
+        *,
+        hub: StarHub | None = None,
+        queue_size: int = SEND_QUEUE,
+        tick_interval: float | None = HEARTBEAT_INTERVAL,
+        auth_timeout: float = AUTH_TIMEOUT,
+        close_timeout: float = CLOSE_TIMEOUT,
+    ) -> None:
+        """Accept ``tokens`` (None: no authentication) and route with ``hub``."""
+        self.tokens = None if tokens is None else frozenset(tokens)
+        self.hub = hub if hub is not None else StarHub()
+        self.queue_size = queue_size
+        self.tick_interval = tick_interval
+        self.auth_timeout = auth_timeout
+        self.close_timeout = close_timeout  # then a client not reading is aborted
+        self.port = 0
+        self.accepted = 0  # connections handed to the hub
+        self.refused = 0  # failed authentications
+        self._runner: web.AppRunner | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._authenticating: set[web.WebSocketResponse] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()
+
+    @property
+    def base_url(self) -> str:
+        """The hub's base URL for clients (``ws://127.0.0.1:PORT``)."""
+        return f"ws://127.0.0.1:{self.port}"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Listen on host:port (0 picks a free port) and return ``base_url``."""
+        app = web.Application()
+        app.router.add_get(f"{PREFIX}/env/{{env_id}}", self._environment)
+        app.router.add_get(f"{PREFIX}/env/{{env_id}}/agent/{{agent_id}}", self._agent)
+        app.router.add_get(f"{PREFIX}/human/{{human_id}}", self._human)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+        if self.tick_interval:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        return self.base_url
+
+    async def close(self) -> None:
+        """Disconnect every client and stop listening."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        for connection in self.hub.connections():
+            connection.closed = True
+            connection.close(CLOSE_GOING_AWAY, "server shutting down")
+            self.hub.disconnect(connection)
+        for ws in list(self._authenticating):
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await ws.close(code=CLOSE_GOING_AWAY, message=b"server shutting down")
+        if self._handlers:
+            await asyncio.wait(self._handlers, timeout=self.close_timeout + 2)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _tick(self) -> None:
+        assert self.tick_interval
+        while True:
+            await asyncio.sleep(self.tick_interval)
+            self.hub.tick()
+
+    # -- endpoints ----------------------------------------------------------------
+
+    async def _environment(self, request: web.Request) -> web.StreamResponse:
+        env_id = request.match_info["env_id"]
+        if not valid_id(env_id):
+            return web.json_response({"message": "invalid env_id"}, status=400)
+        return await self._serve(request, Identity("environment", env_id, env_id))
+
+    async def _agent(self, request: web.Request) -> web.StreamResponse:
+        env_id = request.match_info["env_id"]
+        agent_id = request.match_info["agent_id"]
+        if not (valid_id(env_id) and valid_id(agent_id)):
+            return web.json_response(
+                {"message": "invalid env_id or agent_id"}, status=400
+            )
+        return await self._serve(request, Identity("agent", agent_id, env_id))
+
+    async def _human(self, request: web.Request) -> web.StreamResponse:
+        human_id = request.match_info["human_id"]
+        if not valid_id(human_id):
+            return web.json_response({"message": "invalid human_id"}, status=400)
+        return await self._serve(request, Identity("human", human_id, None))
+
+    # -- authentication -----------------------------------------------------------
+
+    def _valid_token(self, token: Any) -> bool:
+        if self.tokens is None:
+            return True
+        return isinstance(token, str) and any(
+            secrets.compare_digest(token, known) for known in self.tokens
+        )
+
+    async def _serve(
+        self, request: web.Request, identity: Identity
+    ) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        authenticated = self.tokens is None or (
+            header.startswith("Bearer ")
+            and self._valid_token(header.removeprefix("Bearer ").strip())
+        )
+        ws = web.WebSocketResponse(
+            max_msg_size=2 * self.hub.max_message_bytes, heartbeat=None
+        )
+        await ws.prepare(request)
+        handler = asyncio.current_task()
+        assert handler is not None
+        self._handlers.add(handler)
+        try:
+            if not authenticated:
+                self._authenticating.add(ws)
+                try:
+                    authenticated = await self._frame_auth(ws)
+                finally:
+                    self._authenticating.discard(ws)
+            if authenticated:
+                await self._run(request, ws, identity)
+        finally:
+            self._handlers.discard(handler)
+        return ws
+
+    async def _frame_auth(self, ws: web.WebSocketResponse) -> bool:
+        """Read the first frame as ``{"type": "auth", "access_token": …}``."""
+        try:
+            async with asyncio.timeout(self.auth_timeout):
+                message = await ws.receive()
+            frame = json.loads(message.data) if message.type is WSMsgType.TEXT else None
+        except (TimeoutError, ValueError, TypeError, RecursionError):
+            frame = None
+        if (
+            isinstance(frame, dict)
+            and frame.get("type") == "auth"
+            and self._valid_token(frame.get("access_token"))
+        ):
+            await ws.send_json({"type": "auth_ok"})
+            return True
+        self.refused += 1
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.send_json(
+                {"type": "auth_invalid", "message": "invalid or missing access token"}
+            )
+        await ws.close(code=CLOSE_POLICY, message=b"authentication required")
+        return False
+
+    # -- pumping ------------------------------------------------------------------
+
+    async def _run(
+        self, request: web.Request, ws: web.WebSocketResponse, identity: Identity
+    ) -> None:
+        """Pump frames between the socket and the hub until either side ends."""
+        # Text to send, or (code, reason): close after what is already queued.
+        queue: asyncio.Queue[str | tuple[int, str]] = asyncio.Queue(
+            maxsize=self.queue_size
+        )
+        loop = asyncio.get_running_loop()
+        closing: list[asyncio.Task[None]] = []
+
+        def send(text: str) -> bool:
+            try:
+                queue.put_nowait(text)
+            except asyncio.QueueFull:
+                return False
+            return True
+
+        async def closer(code: int, reason: str) -> None:
+            # A client that stopped reading never takes the close frame: abort.
+            try:
+                async with asyncio.timeout(self.close_timeout):
+                    await ws.close(code=code, message=reason.encode()[:120])
+            except TimeoutError:
+                if request.transport is not None:
+                    request.transport.abort()
+
+        def close(code: int, reason: str) -> None:
+            try:
+                queue.put_nowait((code, reason))
+            except asyncio.QueueFull:  # a slow consumer: close at once
+                if not closing:
+                    closing.append(loop.create_task(closer(code, reason)))
+
+        async def writer() -> None:
+            while True:
+                item = await queue.get()
+                try:
+                    if isinstance(item, tuple):
+                        await closer(*item)
+                        return
+                    await ws.send_str(item)
+                except (ConnectionError, RuntimeError):
+                    return
+
+        connection = self.hub.connect(identity, send, close)
+        self.accepted += 1
+        writing = loop.create_task(writer())
+        try:
+            async for message in ws:
+                if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+                    try:
+                        self.hub.receive(connection, message.data)
+                    except Exception:
+                        _LOGGER.exception("Star hub failed on a frame of %s", identity)
+                        break
+                elif message.type is WSMsgType.ERROR:
+                    break
+                if connection.closed:
+                    break
+        finally:
+            closed_by_hub = connection.closed
+            self.hub.disconnect(connection)
+            if not closed_by_hub:
+                writing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                async with asyncio.timeout(self.close_timeout + 1):  # a queued close
+                    await writing
+            writing.cancel()
+            if closing:
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    await closing[0]
+            if not ws.closed:
+                await ws.close()
+
+
+async def _main(args: argparse.Namespace) -> None:
+    server = StarServer(tokens=args.token or None)
+    await server.start(args.host, args.port)
+    print(f"Star hub on ws://{args.host}:{server.port}{PREFIX}", flush=True)
+    if args.token:
+        print("Tokens:", ", ".join(args.token), flush=True)
+    else:
+        print("No token required (pass --token to require one)", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+
+
+def main() -> None:
+    """Run the hub in the foreground until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--token", action="append", help="an accepted token (repeatable)"
+    )
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,484 @@
+"""``StarHub`` routing with fake send/close callbacks and a fake clock (no sockets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import json
+from typing import Any
+
+import pytest
+
+from custom_components.soul.core.star.hub import (
+    CLOSE_GOING_AWAY,
+    CLOSE_POLICY,
+    CLOSE_TOO_BIG,
+    CLOSE_TRY_LATER,
+    MESSAGE_TOO_LARGE,
+    PERMISSION_DENIED,
+    RATE_LIMITED,
+    RECIPIENT_NOT_FOUND,
+    VALIDATION_ERROR,
+    Connection,
+    Identity,
+    StarHub,
+    valid_id,
+)
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Peer:
+    """The transport side of one connection: what the hub sent and closed."""
+
+    texts: list[str] = field(default_factory=list)
+    closes: list[tuple[int, str]] = field(default_factory=list)
+    accept: bool = True  # False: the send queue is full
+
+    def send(self, text: str) -> bool:
+        if not self.accept:
+            return False
+        self.texts.append(text)
+        return True
+
+    def close(self, code: int, reason: str) -> None:
+        self.closes.append((code, reason))
+
+    @property
+    def received(self) -> list[dict[str, Any]]:
+        return [json.loads(text) for text in self.texts]
+
+    def of_type(self, envelope_type: str) -> list[dict[str, Any]]:
+        return [m for m in self.received if m["type"] == envelope_type]
+
+    def clear(self) -> None:
+        self.texts.clear()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def hub(clock: Clock) -> StarHub:
+    return StarHub(clock=clock)
+
+
+def join(
+    hub: StarHub, client_type: str, client_id: str, env_id: str | None = "world_1"
+) -> tuple[Connection, Peer]:
+    """Connect a client the way a transport does; drop the greeting heartbeat."""
+    peer = Peer()
+    if client_type == "environment":
+        env_id = client_id
+    connection = hub.connect(
+        Identity(client_type, client_id, env_id), peer.send, peer.close
+    )
+    peer.clear()
+    return connection, peer
+
+
+def envelope(
+    sender: Connection | dict[str, str],
+    recipient: tuple[str, str],
+    payload: Any = None,
+    **extra: Any,
+) -> str:
+    """Return a ``message`` envelope from ``sender`` to (type, id)."""
+    party = sender.identity.as_party() if isinstance(sender, Connection) else sender
+    return json.dumps(
+        {
+            "type": "message",
+            "sender": party,
+            "recipient": {"type": recipient[0], "id": recipient[1]},
+            "payload": {"type": "event", "event": "x"} if payload is None else payload,
+            **extra,
+        },
+        ensure_ascii=False,
+    )
+
+
+def assert_error(
+    message: dict[str, Any],
+    code: str,
+    recipient: Connection,
+    original_message_id: str | None = None,
+) -> dict[str, Any]:
+    """Check the spec's error envelope; return its details."""
+    assert message["type"] == "error"
+    assert message["sender"] == {"id": "hub", "type": "hub"}
+    assert message["recipient"] == recipient.identity.as_party()
+    payload = message["payload"]
+    assert payload["error_code"] == code
+    assert isinstance(payload["message"], str)
+    assert payload["message"]
+    assert payload["details"]["original_message_id"] == original_message_id
+    return payload["details"]
+
+
+def test_valid_id() -> None:
+    assert valid_id("agent_001")
+    assert valid_id("a.b-c")
+    assert not valid_id("ab")
+    assert not valid_id("x" * 51)
+    assert not valid_id("_leading")
+    assert not valid_id("has space")
+    assert not valid_id("*")
+    assert not valid_id(None)
+
+
+def test_connect_greets_with_a_heartbeat(hub: StarHub) -> None:
+    peer = Peer()
+    hub.connect(Identity("agent", "agent_1", "world_1"), peer.send, peer.close)
+    [greeting] = peer.received
+    assert greeting["type"] == "heartbeat"
+    assert greeting["sender"] == {"id": "hub", "type": "hub"}
+    assert greeting["recipient"] == {"id": "agent_1", "type": "agent"}
+    assert greeting["payload"]["server_status"] == "running"
+    assert hub.counts() == {"agent": 1, "environment": 0, "human": 0}
+
+
+def test_routes_agent_to_environment_and_back(hub: StarHub) -> None:
+    env, env_peer = join(hub, "environment", "world_1")
+    agent, agent_peer = join(hub, "agent", "agent_1")
+    action = {"type": "action", "action": "move", "id": "action_1", "extra": [1, 2]}
+    text = envelope(agent, ("environment", "world_1"), action, message_id="m1")
+    hub.receive(agent, text)
+    assert env_peer.texts == [text]  # forwarded as is, payload untouched
+    outcome = {"type": "outcome", "id": "action_1", "outcome": {"status": "success"}}
+    hub.receive(env, envelope(env, ("agent", "agent_1"), outcome))
+    assert agent_peer.received[0]["payload"] == outcome
+    assert hub.stats.routed == 2
+    assert len(hub.stats.latencies) == 2
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("{not json", "malformed JSON"),
+        ("[1, 2]", "the message must be a JSON object"),
+        (
+            '{"type": "shout", "sender": {"id": "agent_1", "type": "agent"},'
+            ' "recipient": {"id": "world_1", "type": "environment"}, "payload": {},'
+            ' "message_id": "m1"}',
+            "type must be one of",
+        ),
+        (
+            '{"type": "message", "recipient": {"id": "world_1", "type":'
+            ' "environment"}, "payload": {}, "message_id": "m1"}',
+            "sender must be an object",
+        ),
+        (
+            '{"type": "message", "sender": {"id": "agent_1", "type": "agent"},'
+            ' "recipient": {"id": "w", "type": "environment"}, "payload": {},'
+            ' "message_id": "m1"}',
+            "recipient.id must be",
+        ),
+        (
+            '{"type": "message", "sender": {"id": "agent_1", "type": "agent"},'
+            ' "recipient": {"id": "world_1", "type": "robot"}, "payload": {},'
+            ' "message_id": "m1"}',
+            "recipient.type must be",
+        ),
+        (
+            '{"type": "message", "sender": {"id": "agent_1", "type": "agent"},'
+            ' "recipient": {"id": "world_1", "type": "environment"},'
+            ' "message_id": "m1"}',
+            "payload is required",
+        ),
+        (
+            '{"type": "message", "sender": {"id": "agent_1", "type": "agent"},'
+            ' "recipient": {"id": "world_1", "type": "environment"}, "payload": {},'
+            ' "timestamp": 5, "id": "m1"}',
+            "timestamp must be a string",
+        ),
+    ],
+)
+def test_validation_errors(hub: StarHub, raw: str, problem: str) -> None:
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, agent_peer = join(hub, "agent", "agent_1")
+    hub.receive(agent, raw)
+    [error] = agent_peer.received
+    has_id = '"m1"' in raw
+    details = assert_error(error, VALIDATION_ERROR, agent, "m1" if has_id else None)
+    reported = [error["payload"]["message"], *details["validation_errors"]]
+    assert any(problem in e for e in reported), reported
+    assert env_peer.texts == []
+    assert not agent.closed  # a bad message is answered, not punished
+
+
+def test_several_problems_are_reported_together(hub: StarHub) -> None:
+    agent, peer = join(hub, "agent", "agent_1")
+    hub.receive(agent, json.dumps({"type": "nope", "message_id": "m9"}))
+    details = assert_error(peer.received[0], VALIDATION_ERROR, agent, "m9")
+    assert len(details["validation_errors"]) == 4  # type, sender, recipient, payload
+
+
+def test_spoofed_sender_is_denied(hub: StarHub) -> None:
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, agent_peer = join(hub, "agent", "agent_1")
+    join(hub, "agent", "agent_2")
+    for spoof in (
+        {"id": "agent_2", "type": "agent"},  # another agent
+        {"id": "world_1", "type": "environment"},  # its environment
+        {"id": "hub", "type": "hub"},  # the hub itself
+        {"id": "agent_1", "type": "human"},  # its own id, another type
+    ):
+        hub.receive(
+            agent, envelope(spoof, ("environment", "world_1"), message_id="m-spoof")
+        )
+    assert len(agent_peer.received) == 4
+    for error in agent_peer.received:
+        details = assert_error(error, PERMISSION_DENIED, agent, "m-spoof")
+        assert "suggested_action" in details
+    assert env_peer.texts == []
+
+
+def test_unknown_recipient(hub: StarHub) -> None:
+    join(hub, "environment", "world_1")
+    join(hub, "environment", "world_2")
+    join(hub, "agent", "agent_9", "world_2")
+    agent, peer = join(hub, "agent", "agent_1")
+    for recipient in (
+        ("environment", "nowhere"),
+        ("environment", "world_2"),  # exists, but in another environment
+        ("agent", "agent_9"),  # exists, but in another environment
+        ("agent", "ghost"),
+        ("human", "nobody"),
+    ):
+        hub.receive(agent, envelope(agent, recipient, message_id=f"m-{recipient[1]}"))
+        assert_error(peer.received[-1], RECIPIENT_NOT_FOUND, agent, f"m-{recipient[1]}")
+    assert len(peer.received) == 5
+
+
+def test_broadcast_stays_inside_the_environment(hub: StarHub) -> None:
+    env, env_peer = join(hub, "environment", "world_1")
+    _a1, p1 = join(hub, "agent", "agent_1")
+    a2, p2 = join(hub, "agent", "agent_2")
+    _other, p_other = join(hub, "agent", "agent_3", "world_2")
+    _env2, p_env2 = join(hub, "environment", "world_2")
+    _human, p_human = join(hub, "human", "human_1", None)
+    hub.receive(env, envelope(env, ("agent", "*")))
+    assert len(p1.texts) == len(p2.texts) == 1
+    assert p_other.texts == p_env2.texts == p_human.texts == env_peer.texts == []
+    # An agent's broadcast to its peers skips itself and other environments.
+    hub.receive(a2, envelope(a2, ("agent", "*")))
+    assert len(p1.texts) == 2
+    assert len(p2.texts) == 1
+    assert p_other.texts == []
+    hub.receive(env, envelope(env, ("human", "*"), message_id="m-h"))
+    assert p_human.texts  # humans are reachable from any environment
+    # A broadcast nobody hears is not an error (periodic world_status would flood).
+    before = len(env_peer.received)
+    hub.receive(env, envelope(env, ("environment", "*"), message_id="m-e"))
+    assert len(env_peer.received) == before
+    assert p_env2.texts == []
+
+
+def test_humans_address_any_environment(hub: StarHub) -> None:
+    _env, env_peer = join(hub, "environment", "world_2")
+    _agent, agent_peer = join(hub, "agent", "agent_7", "world_2")
+    human, human_peer = join(hub, "human", "human_1", None)
+    hub.receive(human, envelope(human, ("environment", "world_2")))
+    hub.receive(human, envelope(human, ("agent", "agent_7")))
+    assert len(env_peer.texts) == len(agent_peer.texts) == 1
+    assert human_peer.texts == []
+
+
+def test_takeover_closes_the_old_connection(hub: StarHub) -> None:
+    _env, env_peer = join(hub, "environment", "world_1")
+    old, old_peer = join(hub, "agent", "agent_1")
+    changes: list[int] = []
+    hub.subscribe(lambda: changes.append(len(hub.connections())))
+    new, new_peer = join(hub, "agent", "agent_1")
+    assert old.closed
+    assert old_peer.closes == [(CLOSE_GOING_AWAY, "replaced by a new connection")]
+    assert new in hub.connections()
+    assert old not in hub.connections()
+    # The old socket's late frames are ignored; its disconnect keeps the new one.
+    hub.receive(old, envelope(old, ("environment", "world_1")))
+    assert env_peer.texts == []
+    hub.disconnect(old)
+    assert new in hub.connections()
+    hub.receive(new, envelope(new, ("environment", "world_1")))
+    assert len(env_peer.texts) == 1
+    assert changes == [2]  # the takeover; the stale disconnect changed nothing
+    assert new_peer.closes == []
+
+
+def test_slow_consumer_is_cut_off_without_hurting_others(hub: StarHub) -> None:
+    env, env_peer = join(hub, "environment", "world_1")
+    slow, slow_peer = join(hub, "agent", "agent_slow")
+    _fast, fast_peer = join(hub, "agent", "agent_fast")
+    slow_peer.accept = False  # its send queue is full
+    hub.receive(env, envelope(env, ("agent", "*")))
+    assert slow.closed
+    assert slow_peer.closes == [(CLOSE_TRY_LATER, "send queue full (slow consumer)")]
+    assert slow not in hub.connections()
+    assert hub.stats.dropped_slow == 1
+    assert len(fast_peer.texts) == 1
+    assert env_peer.texts == []  # the sender is not blamed
+    hub.receive(env, envelope(env, ("agent", "*")))
+    assert len(fast_peer.texts) == 2
+    hub.receive(env, envelope(env, ("agent", "agent_slow"), message_id="m-s"))
+    assert_error(env_peer.received[-1], RECIPIENT_NOT_FOUND, env, "m-s")
+
+
+def test_rate_limit(clock: Clock) -> None:
+    hub = StarHub(clock=clock, rate=10.0, burst=5)
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    for _ in range(5):
+        hub.receive(agent, envelope(agent, ("environment", "world_1")))
+    assert len(env_peer.texts) == 5
+    hub.receive(agent, envelope(agent, ("environment", "world_1")))
+    [error] = peer.received
+    details = assert_error(error, RATE_LIMITED, agent)
+    assert details["suggested_action"]
+    assert len(env_peer.texts) == 5
+    assert not agent.closed
+    clock.advance(0.35)  # three and a half tokens back
+    for _ in range(4):
+        hub.receive(agent, envelope(agent, ("environment", "world_1")))
+    assert len(env_peer.texts) == 8
+    assert [e["payload"]["error_code"] for e in peer.received] == [RATE_LIMITED] * 2
+    clock.advance(100)  # refills to the burst, not beyond
+    for _ in range(6):
+        hub.receive(agent, envelope(agent, ("environment", "world_1")))
+    assert len(env_peer.texts) == 13
+
+
+def test_rate_limit_is_per_client(clock: Clock) -> None:
+    hub = StarHub(clock=clock, rate=1.0, burst=2)
+    _env, env_peer = join(hub, "environment", "world_1")
+    a1, _p1 = join(hub, "agent", "agent_1")
+    a2, p2 = join(hub, "agent", "agent_2")
+    for _ in range(3):
+        hub.receive(a1, envelope(a1, ("environment", "world_1")))
+    hub.receive(a2, envelope(a2, ("environment", "world_1")))
+    assert len(env_peer.texts) == 3
+    assert p2.texts == []
+
+
+def test_size_limit(clock: Clock) -> None:
+    hub = StarHub(clock=clock, max_message_bytes=1000)
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    fits = envelope(agent, ("environment", "world_1"), "x" * 800)
+    hub.receive(agent, fits)
+    assert env_peer.texts == [fits]
+    hub.receive(agent, envelope(agent, ("environment", "world_1"), "x" * 1000))
+    [error] = peer.received
+    assert_error(error, MESSAGE_TOO_LARGE, agent)
+    assert peer.closes == [(CLOSE_TOO_BIG, "message too large")]
+    assert agent.closed
+    assert agent not in hub.connections()
+    assert len(env_peer.texts) == 1
+
+
+def test_default_size_limit_is_the_spec_megabyte(hub: StarHub) -> None:
+    assert hub.max_message_bytes == 1024 * 1024
+
+
+def test_heartbeat_and_idle_timeout(hub: StarHub, clock: Clock) -> None:
+    env, env_peer = join(hub, "environment", "world_1")
+    lively, lively_peer = join(hub, "agent", "agent_1")
+    silent, silent_peer = join(hub, "agent", "agent_2")
+    clock.advance(30)
+    hub.tick()
+    for connection, peer in (
+        (lively, lively_peer),
+        (silent, silent_peer),
+    ):
+        [beat] = peer.of_type("heartbeat")
+        assert beat["recipient"] == connection.identity.as_party()
+        assert beat["payload"]["server_status"] == "running"
+    # The lively agent answers; a client's heartbeat is not routed anywhere.
+    pong = {
+        "type": "heartbeat",
+        "sender": lively.identity.as_party(),
+        "recipient": {"id": "hub", "type": "hub"},
+        "payload": {"status": "alive"},
+    }
+    hub.receive(lively, json.dumps(pong))
+    assert lively_peer.of_type("error") == []
+    assert len(env_peer.of_type("heartbeat")) == 1
+    clock.advance(31)  # 61 s after connecting
+    hub.tick()
+    assert silent.closed
+    assert silent_peer.closes == [(CLOSE_POLICY, "no traffic or pong for too long")]
+    assert silent not in hub.connections()
+    assert not lively.closed
+    assert len(lively_peer.of_type("heartbeat")) == 2
+    # The environment said nothing either.
+    assert env.closed
+    assert hub.counts() == {"agent": 1, "environment": 0, "human": 0}
+
+
+def test_any_frame_counts_as_traffic(hub: StarHub, clock: Clock) -> None:
+    agent, peer = join(hub, "agent", "agent_1")
+    clock.advance(59)
+    hub.receive(agent, "{broken")  # even an invalid frame shows the client is alive
+    clock.advance(59)
+    hub.tick()
+    assert not agent.closed
+    clock.advance(2)
+    hub.tick()
+    assert agent.closed
+    assert peer.closes[-1][0] == CLOSE_POLICY
+
+
+def test_listeners_hear_connects_and_disconnects(hub: StarHub) -> None:
+    seen: list[dict[str, int]] = []
+    unsubscribe = hub.subscribe(lambda: seen.append(hub.counts()))
+    agent, _peer = join(hub, "agent", "agent_1")
+    hub.disconnect(agent)
+    unsubscribe()
+    join(hub, "agent", "agent_2")
+    assert [s["agent"] for s in seen] == [1, 0]
+
+
+# -- defects found while writing the transports (fixed in hub.py) --
+
+
+def test_deeply_nested_json_is_a_validation_error(hub: StarHub) -> None:
+    agent, peer = join(hub, "agent", "agent_1")
+    hub.receive(agent, "[" * 100_000)  # 100 kB: well under the size limit
+    assert_error(peer.received[0], VALIDATION_ERROR, agent)
+
+
+def test_utf16_binary_frame_does_not_crash_receive(hub: StarHub) -> None:
+    join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    hub.receive(agent, envelope(agent, ("environment", "world_1")).encode("utf-16"))
+    assert peer.received  # answered (error) or routed, but no exception
+
+
+def test_binary_frames_are_forwarded_as_valid_json(hub: StarHub) -> None:
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, _peer = join(hub, "agent", "agent_1")
+    hub.receive(agent, envelope(agent, ("environment", "world_1")).encode("utf-16-le"))
+    for text in env_peer.texts:
+        json.loads(text)
+
+
+def test_size_limit_counts_bytes(hub: StarHub) -> None:
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    text = envelope(agent, ("environment", "world_1"), "字" * 400_000)
+    assert len(text.encode()) > hub.max_message_bytes
+    hub.receive(agent, text)
+    assert env_peer.texts == []
+    assert_error(peer.received[0], MESSAGE_TOO_LARGE, agent)
