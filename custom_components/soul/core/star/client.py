@@ -816,6 +816,12 @@ class StarClient:
         finally:
             self._pending.pop(action_id, None)
             self._pending_messages.pop(message_id, None)
+            # When sending failed while the reader failed the future too, nobody
+            # awaits it: mark its exception retrieved (no "never retrieved" log).
+            if not future.done():
+                future.cancel()
+            elif not future.cancelled():
+                future.exception()
 
 
 class AgentClient(StarClient):
