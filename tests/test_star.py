@@ -293,6 +293,23 @@ async def test_a_soul_answers_chat_actions(
         )
     )
     assert (await receive(human))["payload"]["outcome"]["status"] == "error"
+    # Events addressed to the soul join its sessions' context.
+    event = {
+        "type": "event",
+        "event": "door_opened",
+        "id": "e1",
+        "data": {"room": "hall"},
+    }
+    await human.send_json(
+        envelope(("dad01", "human"), (f"soul_{soul_id}", "agent"), event)
+    )
+    for _ in range(50):
+        await hass.async_block_till_done()
+        session = init_integration.runtime_data.chat.sessions["star-dad01"]
+        if session.context:
+            break
+        await asyncio.sleep(0.02)
+    assert session.context[-1]["event"] == event
 
 
 async def test_sensors_and_diagnostics(

@@ -275,9 +275,11 @@ class SoulAgents:
             return
         session_id = f"star-{sender.get('id')}"
         if payload.get("type") == "event":
-            session = self.entry.runtime_data.chat.sessions.get(session_id)
-            if session is not None:
-                session.context.append({"type": "event_note", "event": payload})
+            # Into the context of the soul's sessions (the sender's Star session first).
+            note = {"type": "event_note", "source": sender, "event": payload}
+            for session in self.entry.runtime_data.chat.sessions.values():
+                if session.soul_id == soul_id or session.session_id == session_id:
+                    session.context.append(note)
             return
         if payload.get("type") != "action":
             return
