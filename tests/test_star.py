@@ -370,3 +370,26 @@ async def test_simple_world_demo_through_home_assistant(
     assert summary["world_actions"]["pickup"] >= 1
     assert summary["world_actions"]["ping"] >= 1
     assert init_integration.runtime_data.star.stats.routed > 0
+
+
+async def test_heartbeat_tick_runs_in_the_loop(
+    hass: HomeAssistant,
+    clients: Clients,
+    init_integration: MockConfigEntry,
+    freezer: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The 30 s heartbeat reaches clients and the soul agents without errors."""
+    from datetime import timedelta
+
+    from pytest_homeassistant_custom_component.common import async_fire_time_changed
+
+    announce(hass)  # a soul, hence a soul agent that receives heartbeats too
+    await hass.async_block_till_done()
+    world = await clients.connect("/env/world1")
+    freezer.tick(timedelta(seconds=31))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    beat = json.loads((await world.receive(timeout=5)).data)
+    assert beat["type"] == "heartbeat"
+    assert not [r for r in caplog.records if r.levelno >= 40], caplog.text

@@ -349,13 +349,18 @@ def async_start_star(hass: HomeAssistant, entry: SoulConfigEntry) -> Callable[[]
 
     from .souls import signal_souls_changed  # noqa: PLC0415
 
+    @callback
+    def heartbeat(_now: Any) -> None:
+        # A callback: it must run in the event loop, not in the executor.
+        entry.runtime_data.star.tick()
+
     unsubs = [
         async_dispatcher_connect(
             hass, signal_souls_changed(entry.entry_id), agents.sync
         ),
         async_track_time_interval(
             hass,
-            lambda _now: entry.runtime_data.star.tick(),
+            heartbeat,
             timedelta(seconds=HEARTBEAT_INTERVAL),
             name="soul star heartbeat",
             cancel_on_shutdown=True,
