@@ -32,27 +32,28 @@ import argparse
 import asyncio
 from collections.abc import Iterable
 import contextlib
-import json
 import logging
 import secrets
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from custom_components.soul.core.star.hub import (
     CLOSE_GOING_AWAY,
-    CLOSE_POLICY,
     HEARTBEAT_INTERVAL,
-    Identity,
     StarHub,
-    valid_id,
+)
+from custom_components.soul.core.star.transport import (
+    AUTH_TIMEOUT,
+    CLOSE_TIMEOUT,
+    SEND_QUEUE,
+    frame_auth,
+    identity_from,
+    pump,
 )
 
 _LOGGER = logging.getLogger(__name__)
 
-SEND_QUEUE = 256
-AUTH_TIMEOUT = 10.0
-CLOSE_TIMEOUT = 5.0
 PREFIX = "/api/soul/star"
 
 
@@ -92,9 +93,9 @@ class StarServer:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen on host:port (0 picks a free port) and return ``base_url``."""
         app = web.Application()
-        app.router.add_get(f"{PREFIX}/env/{{env_id}}", self._environment)
-        app.router.add_get(f"{PREFIX}/env/{{env_id}}/agent/{{agent_id}}", self._agent)
-        app.router.add_get(f"{PREFIX}/human/{{human_id}}", self._human)
+        app.router.add_get(f"{PREFIX}/env/{{env_id}}", self._serve)
+        app.router.add_get(f"{PREFIX}/env/{{env_id}}/agent/{{agent_id}}", self._serve)
+        app.router.add_get(f"{PREFIX}/human/{{human_id}}", self._serve)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)
@@ -130,30 +131,7 @@ class StarServer:
             await asyncio.sleep(self.tick_interval)
             self.hub.tick()
 
-    # -- endpoints ----------------------------------------------------------------
-
-    async def _environment(self, request: web.Request) -> web.StreamResponse:
-        env_id = request.match_info["env_id"]
-        if not valid_id(env_id):
-            return web.json_response({"message": "invalid env_id"}, status=400)
-        return await self._serve(request, Identity("environment", env_id, env_id))
-
-    async def _agent(self, request: web.Request) -> web.StreamResponse:
-        env_id = request.match_info["env_id"]
-        agent_id = request.match_info["agent_id"]
-        if not (valid_id(env_id) and valid_id(agent_id)):
-            return web.json_response(
-                {"message": "invalid env_id or agent_id"}, status=400
-            )
-        return await self._serve(request, Identity("agent", agent_id, env_id))
-
-    async def _human(self, request: web.Request) -> web.StreamResponse:
-        human_id = request.match_info["human_id"]
-        if not valid_id(human_id):
-            return web.json_response({"message": "invalid human_id"}, status=400)
-        return await self._serve(request, Identity("human", human_id, None))
-
-    # -- authentication -----------------------------------------------------------
+    # -- endpoint -------------------------------------------------------------------
 
     def _valid_token(self, token: Any) -> bool:
         if self.tokens is None:
@@ -162,9 +140,14 @@ class StarServer:
             secrets.compare_digest(token, known) for known in self.tokens
         )
 
-    async def _serve(
-        self, request: web.Request, identity: Identity
-    ) -> web.StreamResponse:
+    def _refuse(self) -> None:
+        self.refused += 1
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        try:
+            identity = identity_from(request.match_info)
+        except ValueError as err:
+            return web.json_response({"message": str(err)}, status=400)
         header = request.headers.get("Authorization", "")
         authenticated = self.tokens is None or (
             header.startswith("Bearer ")
@@ -181,114 +164,27 @@ class StarServer:
             if not authenticated:
                 self._authenticating.add(ws)
                 try:
-                    authenticated = await self._frame_auth(ws)
+                    authenticated = await frame_auth(
+                        ws,
+                        self._valid_token,
+                        timeout=self.auth_timeout,
+                        on_refused=self._refuse,
+                    )
                 finally:
                     self._authenticating.discard(ws)
             if authenticated:
-                await self._run(request, ws, identity)
+                self.accepted += 1
+                await pump(
+                    self.hub,
+                    request,
+                    ws,
+                    identity,
+                    queue_size=self.queue_size,
+                    close_timeout=self.close_timeout,
+                )
         finally:
             self._handlers.discard(handler)
         return ws
-
-    async def _frame_auth(self, ws: web.WebSocketResponse) -> bool:
-        """Read the first frame as ``{"type": "auth", "access_token": …}``."""
-        try:
-            async with asyncio.timeout(self.auth_timeout):
-                message = await ws.receive()
-            frame = json.loads(message.data) if message.type is WSMsgType.TEXT else None
-        except (TimeoutError, ValueError, TypeError, RecursionError):
-            frame = None
-        if (
-            isinstance(frame, dict)
-            and frame.get("type") == "auth"
-            and self._valid_token(frame.get("access_token"))
-        ):
-            await ws.send_json({"type": "auth_ok"})
-            return True
-        self.refused += 1
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await ws.send_json(
-                {"type": "auth_invalid", "message": "invalid or missing access token"}
-            )
-        await ws.close(code=CLOSE_POLICY, message=b"authentication required")
-        return False
-
-    # -- pumping ------------------------------------------------------------------
-
-    async def _run(
-        self, request: web.Request, ws: web.WebSocketResponse, identity: Identity
-    ) -> None:
-        """Pump frames between the socket and the hub until either side ends."""
-        # Text to send, or (code, reason): close after what is already queued.
-        queue: asyncio.Queue[str | tuple[int, str]] = asyncio.Queue(
-            maxsize=self.queue_size
-        )
-        loop = asyncio.get_running_loop()
-        closing: list[asyncio.Task[None]] = []
-
-        def send(text: str) -> bool:
-            try:
-                queue.put_nowait(text)
-            except asyncio.QueueFull:
-                return False
-            return True
-
-        async def closer(code: int, reason: str) -> None:
-            # A client that stopped reading never takes the close frame: abort.
-            try:
-                async with asyncio.timeout(self.close_timeout):
-                    await ws.close(code=code, message=reason.encode()[:120])
-            except TimeoutError:
-                if request.transport is not None:
-                    request.transport.abort()
-
-        def close(code: int, reason: str) -> None:
-            try:
-                queue.put_nowait((code, reason))
-            except asyncio.QueueFull:  # a slow consumer: close at once
-                if not closing:
-                    closing.append(loop.create_task(closer(code, reason)))
-
-        async def writer() -> None:
-            while True:
-                item = await queue.get()
-                try:
-                    if isinstance(item, tuple):
-                        await closer(*item)
-                        return
-                    await ws.send_str(item)
-                except (ConnectionError, RuntimeError):
-                    return
-
-        connection = self.hub.connect(identity, send, close)
-        self.accepted += 1
-        writing = loop.create_task(writer())
-        try:
-            async for message in ws:
-                if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                    try:
-                        self.hub.receive(connection, message.data)
-                    except Exception:
-                        _LOGGER.exception("Star hub failed on a frame of %s", identity)
-                        break
-                elif message.type is WSMsgType.ERROR:
-                    break
-                if connection.closed:
-                    break
-        finally:
-            closed_by_hub = connection.closed
-            self.hub.disconnect(connection)
-            if not closed_by_hub:
-                writing.cancel()
-            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                async with asyncio.timeout(self.close_timeout + 1):  # a queued close
-                    await writing
-            writing.cancel()
-            if closing:
-                with contextlib.suppress(ConnectionError, RuntimeError):
-                    await closing[0]
-            if not ws.closed:
-                await ws.close()
 
 
 async def _main(args: argparse.Namespace) -> None:

@@ -21,14 +21,12 @@ addressed to a soul join its Star session's context.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-import contextlib
 from datetime import timedelta
 import json
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 from homeassistant.components.http import (
     KEY_AUTHENTICATED,
     KEY_HASS,
@@ -40,19 +38,11 @@ from homeassistant.helpers.event import async_track_time_interval
 
 from .const import LOGGER
 from .core.chat import ChatError
-from .core.star.hub import (
-    CLOSE_POLICY,
-    HEARTBEAT_INTERVAL,
-    Connection,
-    Identity,
-    StarHub,
-    valid_id,
-)
+from .core.star.hub import HEARTBEAT_INTERVAL, Connection, Identity
+from .core.star.transport import SEND_QUEUE, frame_auth, identity_from, pump
 from .runtime import SoulConfigEntry
 from .services import find_loaded_entry
 
-SEND_QUEUE = 256
-AUTH_TIMEOUT = 10.0
 HOME_ENV = "home"
 
 
@@ -65,11 +55,13 @@ class _StarView(HomeAssistantView):
     """Accepts one kind of Star client; authentication is done here (header or frame)."""
 
     requires_auth = False
-    client_type = ""
 
-    async def _serve(
-        self, request: web.Request, identity: Identity
-    ) -> web.StreamResponse:
+    async def get(self, request: web.Request, **ids: str) -> web.StreamResponse:
+        """Connect the client the path names."""
+        try:
+            identity = identity_from(ids)
+        except ValueError as err:
+            return web.json_response({"message": str(err)}, status=400)
         hass: HomeAssistant = request.app[KEY_HASS]
         if (entry := find_loaded_entry(hass)) is None:
             return web.json_response({"message": "Soul is not set up"}, status=503)
@@ -82,139 +74,40 @@ class _StarView(HomeAssistantView):
             (user := request.get(KEY_HASS_USER)) is not None and user.is_active
         )
         await ws.prepare(request)
-        if not authenticated and not await _frame_auth(hass, ws):
-            return ws
-        await _run(hub, ws, identity)
+        if authenticated or await frame_auth(
+            ws, lambda token: _valid_token(hass, token)
+        ):
+            await pump(hub, request, ws, identity, queue_size=SEND_QUEUE)
         return ws
 
 
-def _valid_token(hass: HomeAssistant, token: str) -> bool:
+def _valid_token(hass: HomeAssistant, token: Any) -> bool:
     """Return whether ``token`` is a valid access token of an active user."""
-    if not token:
+    if not isinstance(token, str) or not token:
         return False
     refresh_token = hass.auth.async_validate_access_token(token)
     return refresh_token is not None and refresh_token.user.is_active
 
 
-async def _frame_auth(hass: HomeAssistant, ws: web.WebSocketResponse) -> bool:
-    """Read the first frame as ``{"type": "auth", "access_token": …}``."""
-    try:
-        async with asyncio.timeout(AUTH_TIMEOUT):
-            message = await ws.receive()
-        frame = json.loads(message.data) if message.type is WSMsgType.TEXT else None
-    except (TimeoutError, ValueError, TypeError):
-        frame = None
-    token = frame.get("access_token") if isinstance(frame, dict) else None
-    if (
-        isinstance(frame, dict)
-        and frame.get("type") == "auth"
-        and isinstance(token, str)
-        and _valid_token(hass, token)
-    ):
-        await ws.send_json({"type": "auth_ok"})
-        return True
-    with contextlib.suppress(ConnectionError, RuntimeError):
-        await ws.send_json(
-            {"type": "auth_invalid", "message": "authentication required"}
-        )
-    await ws.close(code=CLOSE_POLICY, message=b"authentication required")
-    return False
-
-
-async def _run(hub: StarHub, ws: web.WebSocketResponse, identity: Identity) -> None:
-    """Pump frames between the socket and the hub until either side ends."""
-    # Text to send, or (code, reason): close after what is already queued.
-    queue: asyncio.Queue[str | tuple[int, str]] = asyncio.Queue(maxsize=SEND_QUEUE)
-
-    def send(text: str) -> bool:
-        try:
-            queue.put_nowait(text)
-        except asyncio.QueueFull:
-            return False
-        return True
-
-    def close(code: int, reason: str) -> None:
-        try:
-            queue.put_nowait((code, reason))
-        except asyncio.QueueFull:  # a slow consumer: close at once
-            asyncio.get_running_loop().create_task(
-                ws.close(code=code, message=reason.encode()[:120])
-            )
-
-    async def writer() -> None:
-        while True:
-            item = await queue.get()
-            try:
-                if isinstance(item, tuple):
-                    await ws.close(code=item[0], message=item[1].encode()[:120])
-                    return
-                await ws.send_str(item)
-            except (ConnectionError, RuntimeError):
-                return
-
-    connection = hub.connect(identity, send, close)
-    writing = asyncio.get_running_loop().create_task(writer())
-    try:
-        async for message in ws:
-            if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                hub.receive(connection, message.data)
-            elif message.type is WSMsgType.ERROR:
-                break
-            if connection.closed:
-                break
-    finally:
-        closed_by_hub = connection.closed
-        hub.disconnect(connection)
-        if not closed_by_hub:
-            writing.cancel()
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            async with asyncio.timeout(5):  # let a queued close go out
-                await writing
-        if not ws.closed:
-            await ws.close()
-
-
 class StarEnvironmentView(_StarView):
-    """``/api/soul/star/env/{env_id}``."""
+    """``/api/soul/star/env/{env_id}``: an environment."""
 
     url = "/api/soul/star/env/{env_id}"
     name = "api:soul:star:env"
 
-    async def get(self, request: web.Request, env_id: str) -> web.StreamResponse:
-        """Connect an environment."""
-        if not valid_id(env_id):
-            return web.json_response({"message": "invalid env_id"}, status=400)
-        return await self._serve(request, Identity("environment", env_id, env_id))
-
 
 class StarAgentView(_StarView):
-    """``/api/soul/star/env/{env_id}/agent/{agent_id}``."""
+    """``/api/soul/star/env/{env_id}/agent/{agent_id}``: an agent."""
 
     url = "/api/soul/star/env/{env_id}/agent/{agent_id}"
     name = "api:soul:star:agent"
 
-    async def get(
-        self, request: web.Request, env_id: str, agent_id: str
-    ) -> web.StreamResponse:
-        """Connect an agent."""
-        if not (valid_id(env_id) and valid_id(agent_id)):
-            return web.json_response(
-                {"message": "invalid env_id or agent_id"}, status=400
-            )
-        return await self._serve(request, Identity("agent", agent_id, env_id))
-
 
 class StarHumanView(_StarView):
-    """``/api/soul/star/human/{human_id}``."""
+    """``/api/soul/star/human/{human_id}``: a human."""
 
     url = "/api/soul/star/human/{human_id}"
     name = "api:soul:star:human"
-
-    async def get(self, request: web.Request, human_id: str) -> web.StreamResponse:
-        """Connect a human."""
-        if not valid_id(human_id):
-            return web.json_response({"message": "invalid human_id"}, status=400)
-        return await self._serve(request, Identity("human", human_id, None))
 
 
 @callback
