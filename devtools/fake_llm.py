@@ -38,6 +38,8 @@ from typing import Any
 
 from aiohttp import web
 
+from devtools.serve import serve
+
 DEFAULT_MODEL = "soul-test-model"
 EMBEDDING_DIMENSIONS = 16
 _ids = itertools.count(1)
@@ -164,11 +166,7 @@ class FakeOpenAI:
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+        self._runner, self.port = await serve(app, host, port)
         return self.base_url
 
     async def close(self) -> None:

@@ -24,6 +24,7 @@ from aiohttp import web
 
 from custom_components.soul.core.memory import MemoryBackendError
 from custom_components.soul.core.memory.mem0_embedded import EmbeddedMem0
+from devtools.serve import serve
 
 IDS = ("user_id", "agent_id", "run_id")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -72,11 +73,7 @@ class Mem0Rest:
         app.router.add_get("/memories/{memory_id}", self._get)
         app.router.add_delete("/memories/{memory_id}", self._delete)
         app.router.add_post("/search", self._search)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+        self._runner, self.port = await serve(app, host, port)
         return self.base_url
 
     async def close(self) -> None:

@@ -51,6 +51,7 @@ from custom_components.soul.core.star.transport import (
     identity_from,
     pump,
 )
+from devtools.serve import serve
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -96,11 +97,7 @@ class StarServer:
         app.router.add_get(f"{PREFIX}/env/{{env_id}}", self._serve)
         app.router.add_get(f"{PREFIX}/env/{{env_id}}/agent/{{agent_id}}", self._serve)
         app.router.add_get(f"{PREFIX}/human/{{human_id}}", self._serve)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+        self._runner, self.port = await serve(app, host, port)
         if self.tick_interval:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
         return self.base_url

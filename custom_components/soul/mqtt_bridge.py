@@ -16,7 +16,7 @@ from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.util import dt as dt_util
 
 from .const import LOGGER
-from .core.protocol import status_payload
+from .core.protocol import status_payload, utc_ts
 from .core.topics import QOS_RETAIN, Kind, Topics
 
 if TYPE_CHECKING:
@@ -104,6 +104,6 @@ class MqttBridge:
                 status,
                 message,
                 session_id,
-                dt_util.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                utc_ts(dt_util.utcnow().timestamp()),
             ),
         )

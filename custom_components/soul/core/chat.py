@@ -39,7 +39,7 @@ from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, status_payload, utc_ts
 from .registry import TerminalRegistry
 from .souls import NoSoulError, SoulHub
-from .topics import QOS_RETAIN, Kind, Topics
+from .topics import QOS_RETAIN, Kind, Publish, Topics
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -94,9 +94,6 @@ _YES = re.compile(
     r"go ahead|do it|confirm)\s*[。.!！]*\s*$",
     re.IGNORECASE,
 )
-
-# publish(topic, payload, qos, retain)
-type Publish = Callable[[str, str, int, bool], Awaitable[None]]
 
 
 class ChatError(ValueError):
@@ -286,9 +283,13 @@ _PHRASES = {
 }
 
 
+def _lang(text: str) -> str:
+    """Return the language Soul answers ``text`` in: ``zh`` or ``en``."""
+    return "zh" if detect_locale(text).startswith("zh") else "en"
+
+
 def _phrase(text: str, key: str, what: str = "") -> str:
-    lang = "zh" if detect_locale(text).startswith("zh") else "en"
-    return _PHRASES[lang][key].format(what=what)
+    return _PHRASES[_lang(text)][key].format(what=what)
 
 
 class ChatPipeline:
@@ -716,14 +717,13 @@ class ChatPipeline:
         return {"ok": True, "memories": [item.text for item in found]}
 
     async def _status(self, turn: _Turn, status: str) -> None:
-        lang = "zh" if detect_locale(turn.request.text).startswith("zh") else "en"
         qos, retain = QOS_RETAIN[Kind.STATUS]
         try:
             await self._publish(
                 self._topics.topic(turn.request.terminal_id, Kind.STATUS),
                 status_payload(
                     status,
-                    _STATUS_TEXT[lang][status],
+                    _STATUS_TEXT[_lang(turn.request.text)][status],
                     turn.request.session_id,
                     utc_ts(self._clock()),
                 ),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 import logging
 from typing import Any
 import uuid
@@ -16,15 +16,12 @@ from .protocol import (
     parse_result,
 )
 from .registry import TerminalRegistry
-from .topics import QOS_RETAIN, Kind, Topics
+from .topics import QOS_RETAIN, Kind, Publish, Topics
 
 _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 8.0
 TIMEOUT_ERROR = "timeout"
-
-# publish(topic, payload, qos, retain)
-type Publish = Callable[[str, str, int, bool], Awaitable[None]]
 
 
 class InvokeError(Exception):

@@ -10,7 +10,7 @@ subscribers what changed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 import json
 import logging
@@ -30,11 +30,10 @@ from .emotion.dynamics import (
 from .emotion.labels import Emotion
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
 from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload, utc_ts
-from .topics import QOS_RETAIN, Kind, Topics, valid_terminal_id
+from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
 
 _LOGGER = logging.getLogger(__name__)
 
-STORAGE_VERSION = 1
 MAX_NAME_LENGTH = 64
 MAX_PERSONA_LENGTH = 2000
 NEUTRAL_USER_EMOTION: dict[str, Any] = {
@@ -69,8 +68,6 @@ HINT_TYPES: dict[str, str] = {
 }
 DEFAULT_HINT_TYPE = "ENFP"
 
-# publish(topic, payload, qos, retain), as the invoker's.
-type Publish = Callable[[str, str, int, bool], Awaitable[None]]
 type Recognizer = Callable[[str], Mapping[str, Any]]
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 import re
+
+# publish(topic, payload, qos, retain): how the core sends MQTT messages.
+type Publish = Callable[[str, str, int, bool], Awaitable[None]]
 
 DEFAULT_PREFIX = "soul"
 MAX_PREFIX_LENGTH = 64

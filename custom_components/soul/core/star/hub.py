@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 import json
 import logging
 import re
 import time
 from typing import Any
+
+from ..protocol import utc_ts
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -367,7 +368,7 @@ class StarHub:
                 "sender": {"id": HUB_ID, "type": HUB_ID},
                 "recipient": identity.as_party(),
                 "payload": {
-                    "timestamp": _iso(time.time()),
+                    "timestamp": utc_ts(time.time()),
                     "server_status": "running",
                     "ping": "pong",
                 },
@@ -402,7 +403,7 @@ class StarHub:
                         "message": message,
                         "details": details,
                     },
-                    "timestamp": _iso(time.time()),
+                    "timestamp": utc_ts(time.time()),
                 },
                 ensure_ascii=False,
             ),
@@ -426,7 +427,3 @@ def _utf8_size(text: str, limit: int) -> int:
     if len(text) * 4 <= limit:
         return len(text)  # at most 4 bytes a character: under the limit anyway
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
