@@ -73,7 +73,8 @@ async def _async_embedded(hass: HomeAssistant, options: Any) -> MemoryBackend:
         mem0_available,
     )
 
-    if not mem0_available():
+    # find_spec reads the file system: not in the event loop.
+    if not await hass.async_add_executor_job(mem0_available):
         raise HomeAssistantError("mem0ai is not importable")
     config = EmbeddedMem0Config(
         data_dir=hass.config.path(MEMORY_DIR),

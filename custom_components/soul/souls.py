@@ -250,10 +250,6 @@ def _event_forwarder(
     def forward(event: SoulEvent) -> None:
         for payload in event.published:
             hass.bus.async_fire(EVENT_EMOTION_UPDATE, payload)
-        soul_device = find_device(
-            hass, entry.entry_id, soul_identifier(event.soul_id)[1]
-        )
-        soul_device_id = soul_device.id if soul_device else None
         if event.terminal_id is not None and event.user_emotion is not None:
             terminal_device = find_device(hass, entry.entry_id, event.terminal_id)
             emotion = event.user_emotion
@@ -272,8 +268,14 @@ def _event_forwarder(
                 },
             )
         previous, now = event.previous, event.snapshot
-        if previous is None:
-            return
+        if previous is None or (
+            previous.mood is now.mood and previous.exec_mode is now.exec_mode
+        ):
+            return  # the usual tick: no device lookup
+        soul_device = find_device(
+            hass, entry.entry_id, soul_identifier(event.soul_id)[1]
+        )
+        soul_device_id = soul_device.id if soul_device else None
         if previous.mood is not now.mood:
             hass.bus.async_fire(
                 EVENT_MOOD_CHANGED,
