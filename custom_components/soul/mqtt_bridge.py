@@ -17,7 +17,7 @@ from homeassistant.util import dt as dt_util
 
 from .const import LOGGER
 from .core.protocol import status_payload, utc_ts
-from .core.topics import QOS_RETAIN, Kind, Topics
+from .core.topics import Kind, Topics, publish_to
 
 if TYPE_CHECKING:
     from .core.invoker import Invoker
@@ -88,10 +88,7 @@ class MqttBridge:
         self, terminal_id: str, kind: Kind, payload: str
     ) -> None:
         """Publish ``payload`` on a terminal's topic with §3.2's QoS and retain."""
-        qos, retain = QOS_RETAIN[kind]
-        await self.async_publish(
-            self.topics.topic(terminal_id, kind), payload, qos, retain
-        )
+        await publish_to(self.async_publish, self.topics, terminal_id, kind, payload)
 
     async def async_publish_status(
         self, terminal_id: str, status: str, message: str, session_id: str | None = None

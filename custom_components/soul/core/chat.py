@@ -39,7 +39,7 @@ from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, status_payload, utc_ts
 from .registry import TerminalRegistry
 from .souls import NoSoulError, SoulHub
-from .topics import QOS_RETAIN, Kind, Publish, Topics
+from .topics import Kind, Publish, Topics, publish_to
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -571,12 +571,12 @@ class ChatPipeline:
             exec_probability=turn.exec_probability,
             ts=utc_ts(self._clock()),
         )
-        qos, retain = QOS_RETAIN[Kind.INTENT_ACTION]
-        await self._publish(
-            self._topics.topic(request.terminal_id, Kind.INTENT_ACTION),
+        await publish_to(
+            self._publish,
+            self._topics,
+            request.terminal_id,
+            Kind.INTENT_ACTION,
             json.dumps(payload, ensure_ascii=False),
-            qos,
-            retain,
         )
         turn.executed.extend(str(i["normalized"]["skill"]) for i in intents)
         turn.route = "intent"
@@ -717,18 +717,18 @@ class ChatPipeline:
         return {"ok": True, "memories": [item.text for item in found]}
 
     async def _status(self, turn: _Turn, status: str) -> None:
-        qos, retain = QOS_RETAIN[Kind.STATUS]
         try:
-            await self._publish(
-                self._topics.topic(turn.request.terminal_id, Kind.STATUS),
+            await publish_to(
+                self._publish,
+                self._topics,
+                turn.request.terminal_id,
+                Kind.STATUS,
                 status_payload(
                     status,
                     _STATUS_TEXT[_lang(turn.request.text)][status],
                     turn.request.session_id,
                     utc_ts(self._clock()),
                 ),
-                qos,
-                retain,
             )
         except Exception:
             _LOGGER.warning("Could not publish status %s", status, exc_info=True)

@@ -30,7 +30,7 @@ from .emotion.dynamics import (
 from .emotion.labels import Emotion
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
 from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload, utc_ts
-from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
+from .topics import Kind, Publish, Topics, publish_to, valid_terminal_id
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -380,15 +380,19 @@ class SoulHub:
         )
 
     async def _send(self, payload: dict[str, Any]) -> bool:
-        qos, retain = QOS_RETAIN[Kind.EMOTION_UPDATE]
-        topic = self._topics.topic(payload["terminal_id"], Kind.EMOTION_UPDATE)
         try:
-            await self._publish(
-                topic, json.dumps(payload, ensure_ascii=False), qos, retain
+            await publish_to(
+                self._publish,
+                self._topics,
+                payload["terminal_id"],
+                Kind.EMOTION_UPDATE,
+                json.dumps(payload, ensure_ascii=False),
             )
         except Exception:  # one failed publish must not stop the rest
             _LOGGER.warning(
-                "Could not publish emotion_update to %s", topic, exc_info=True
+                "Could not publish emotion_update to %s",
+                payload["terminal_id"],
+                exc_info=True,
             )
             return False
         return True

@@ -139,3 +139,11 @@ class Topics:
         if len(parts) != 2:
             return None
         return ParsedTopic(parts[0], kind)
+
+
+async def publish_to(
+    publish: Publish, topics: Topics, terminal_id: str, kind: Kind, payload: str
+) -> None:
+    """Publish ``payload`` on a terminal's ``kind`` topic with §3.2's QoS and retain."""
+    qos, retain = QOS_RETAIN[kind]
+    await publish(topics.topic(terminal_id, kind), payload, qos, retain)
