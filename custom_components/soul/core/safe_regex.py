@@ -1,36 +1,40 @@
 """Regular expressions from untrusted sources (bodies' catalogs and schemas).
 
-A body can send a pattern with catastrophic backtracking; it runs in Home
-Assistant's event loop, so every pattern is bounded in length and every match in
-time. The ``regex`` module (pure C, with musllinux wheels) stops a match after
-``timeout`` seconds; Python's ``re`` cannot.
+A body can send a pattern with catastrophic backtracking, and matches run in
+Home Assistant's event loop. So every untrusted pattern:
 
-The timeout costs: ``regex`` with a timeout is ~10× slower than ``re``. So a
-pattern whose worst case is provably small runs on ``re``: no repetition or
-alternation inside a repetition, no backreferences or lookarounds, and — with
-k unbounded repetitions — a text of n characters for which a backtracking
-search cannot exceed (n + 1)^(k + 1) ≤ ``FAST_BUDGET`` steps. Everything else
-runs on ``regex`` with the timeout.
+- is at most ``MAX_PATTERN_LENGTH`` characters of Python ``re`` syntax;
+- unrolls to at most ``MAX_EXPANSION`` atoms: the ``regex`` module expands
+  fixed repeats when it compiles (``((a{100}){100}){100}`` takes 0.4 s, one
+  level more exhausts the memory), so the minimum counts of nested repeats
+  are multiplied out from Python's own parse tree before anything compiles;
+- always runs on the ``regex`` module (pure C, with musllinux wheels) with a
+  hard ``timeout`` — never on ``re``, whose matches cannot be stopped;
+- shares the time of one input with every other pattern run on that input:
+  inside ``with budget(seconds):`` each match's timeout is cut to what is
+  left, and once it is spent ``RegexBudgetError`` says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 import functools
-import re
 from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
+import time
 
 import regex
 
 MAX_PATTERN_LENGTH = 512
+MAX_EXPANSION = 4096  # atoms a compiled pattern may unroll to
 DEFAULT_TIMEOUT = 0.02  # seconds one match may take
-FAST_BUDGET = 200_000  # worst-case backtracking steps allowed without a timeout
-_SAFE_OPS = {
-    sre_constants.LITERAL, sre_constants.NOT_LITERAL, sre_constants.ANY,
-    sre_constants.IN, sre_constants.AT, sre_constants.CATEGORY,
-    sre_constants.BRANCH, sre_constants.SUBPATTERN,
-    sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT,
-}  # fmt: skip
-_REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT}
+_REPEATS = {
+    sre_constants.MAX_REPEAT,
+    sre_constants.MIN_REPEAT,
+    getattr(sre_constants, "POSSESSIVE_REPEAT", sre_constants.MAX_REPEAT),
+}
+_deadline: ContextVar[float | None] = ContextVar("soul_regex_deadline", default=None)
 
 
 class UnsafeRegexError(ValueError):
@@ -43,15 +47,57 @@ class UnsafeRegexError(ValueError):
 
 
 class RegexTimeoutError(UnsafeRegexError):
-    """A match took longer than its time bound."""
+    """A match took longer than its own time bound: the pattern is too slow."""
+
+
+class RegexBudgetError(UnsafeRegexError):
+    """The time for all patterns of one input is spent (not this pattern's fault)."""
+
+
+def _expansion(items: sre_parse.SubPattern | list, limit: int) -> int:
+    """Return how many atoms ``items`` unroll to (stopping past ``limit``)."""
+    total = 0
+    for op, arg in items:
+        if op in _REPEATS:
+            low, _high, body = arg
+            total += max(1, low) * _expansion(body, limit)
+        elif op is sre_constants.SUBPATTERN:
+            total += _expansion(arg[-1], limit)
+        elif op is sre_constants.BRANCH:
+            total += sum(_expansion(branch, limit) for branch in arg[1])
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            total += _expansion(arg[1], limit)
+        elif op is getattr(sre_constants, "ATOMIC_GROUP", None):
+            total += _expansion(arg, limit)
+        elif op is sre_constants.GROUPREF_EXISTS:
+            total += sum(_expansion(part, limit) for part in arg[1:] if part)
+        else:
+            total += 1
+        if total > limit:
+            return total
+    return total
 
 
 @functools.lru_cache(maxsize=4096)
 def compile_untrusted(pattern: str) -> regex.Pattern[str]:
     """Compile a pattern from an untrusted source, or raise ``UnsafeRegexError``."""
+    if not isinstance(pattern, str):
+        raise UnsafeRegexError("a pattern must be a string", repr(pattern)[:80])
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise UnsafeRegexError(
             f"pattern longer than {MAX_PATTERN_LENGTH} characters", pattern[:80]
+        )
+    try:
+        tree = sre_parse.parse(pattern)
+    except (sre_constants.error, RecursionError, OverflowError, TypeError) as err:
+        raise UnsafeRegexError(
+            f"invalid pattern {pattern!r} (Python re syntax): {err}", pattern
+        ) from None
+    if _expansion(tree, MAX_EXPANSION) > MAX_EXPANSION:
+        raise UnsafeRegexError(
+            f"pattern {pattern!r} repeats too much (over {MAX_EXPANSION} "
+            "atoms when unrolled)",
+            pattern,
         )
     try:
         return regex.compile(pattern, regex.VERSION0)
@@ -59,58 +105,44 @@ def compile_untrusted(pattern: str) -> regex.Pattern[str]:
         raise UnsafeRegexError(f"invalid pattern {pattern!r}: {err}", pattern) from None
 
 
-def _repeats(items: sre_parse.SubPattern | list, inside_repeat: bool) -> int | None:
-    """Count unbounded repetitions; None when the pattern is not provably cheap."""
-    count = 0
-    for op, arg in items:
-        if op not in _SAFE_OPS:
-            return None  # backreferences, lookarounds, conditionals: no fast path
-        children: list = []
-        repeating = inside_repeat
-        if op in _REPEATS:
-            _low, high, body = arg
-            if high > 1:
-                if inside_repeat:
-                    return None  # (a+)+: exponential
-                repeating = True
-                if high == sre_constants.MAXREPEAT or high > 64:
-                    count += 1
-            children = [body]
-        elif op is sre_constants.SUBPATTERN:
-            children = [arg[-1]]
-        elif op is sre_constants.BRANCH:
-            if inside_repeat:
-                return None  # (a|aa)+: exponential
-            children = list(arg[1])
-        for child in children:
-            inner = _repeats(child, repeating)
-            if inner is None:
-                return None
-            count += inner
-    return count
-
-
-@functools.lru_cache(maxsize=4096)
-def _fast(pattern: str) -> tuple[re.Pattern[str], int] | None:
-    """Return ``pattern`` compiled with ``re`` and its unbounded repetitions, if cheap."""
+@contextmanager
+def budget(seconds: float) -> Iterator[None]:
+    """Let every match inside share ``seconds`` (nested budgets keep the tighter)."""
+    deadline = time.perf_counter() + seconds
+    outer = _deadline.get()
+    token = _deadline.set(deadline if outer is None else min(outer, deadline))
     try:
-        repeats = _repeats(sre_parse.parse(pattern), False)
-        return None if repeats is None else (re.compile(pattern), repeats)
-    except (re.error, RecursionError, OverflowError, TypeError):
-        return None
+        yield
+    finally:
+        _deadline.reset(token)
 
 
 def search(
     pattern: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
-) -> re.Match[str] | regex.Match[str] | None:
-    """Search ``text`` like ``re.search``, giving up after ``timeout`` seconds."""
-    fast = _fast(pattern)
-    if fast is not None and (len(text) + 1) ** (fast[1] + 1) <= FAST_BUDGET:
-        return fast[0].search(text)
+) -> regex.Match[str] | None:
+    """Search ``text`` like ``re.search``, giving up after ``timeout`` seconds.
+
+    Raises ``UnsafeRegexError`` for a pattern that cannot be used,
+    ``RegexTimeoutError`` when the match took ``timeout``, and
+    ``RegexBudgetError`` when the surrounding ``budget`` ran out first.
+    """
     compiled = compile_untrusted(pattern)
+    limit, by_budget = timeout, False
+    if (deadline := _deadline.get()) is not None:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            raise RegexBudgetError(
+                "no time is left for patterns on this input", pattern
+            )
+        if remaining < limit:
+            limit, by_budget = remaining, True
     try:
-        return compiled.search(text, timeout=timeout)
+        return compiled.search(text, timeout=limit)
     except TimeoutError:
+        if by_budget:
+            raise RegexBudgetError(
+                "no time is left for patterns on this input", pattern
+            ) from None
         raise RegexTimeoutError(
             f"pattern {pattern!r} took longer than {timeout * 1000:g} ms", pattern
         ) from None

@@ -105,14 +105,17 @@ def test_hostile_patterns_are_bounded_reported_and_disabled() -> None:
     started = time.perf_counter()
     first = filter_intents({"command": command, "intent_catalog": HOSTILE})
     elapsed = time.perf_counter() - started
-    # Two patterns, each stopped by its limit (10 ms): far from a stalled loop.
-    assert elapsed < 1.0
+    # The command's patterns share one budget (12 ms): far from a stalled loop.
+    assert elapsed < 0.1
     reported = {(w["intent_id"], w["pattern"]) for w in first["meta"]["warnings"]}
     assert reported == {("evil_any", "^(a|aa)+$"), ("evil_slot", "(a|aa)+$")}
     # The rest of the catalog still works.
     light = [i for i in first["intents"] if i["intent_id"] == "light"]
     assert light[0]["normalized"] == {"mode": "on"}
-    # Disabled from then on: still reported, no longer run.
+    # A pattern that timed out is disabled from then on: still reported, no
+    # longer run. (One cut short by the spent budget is not blamed: it runs
+    # again on the next command, and is disabled when it times out itself.)
+    filter_intents({"command": command, "intent_catalog": HOSTILE})
     second = filter_intents({"command": command, "intent_catalog": HOSTILE})
     assert {w["pattern"] for w in second["meta"]["warnings"]} == {
         "^(a|aa)+$",

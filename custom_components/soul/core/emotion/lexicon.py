@@ -37,6 +37,7 @@ import re
 from zhconv_rs import zhconv
 
 from ..intent_filter.text import to_simplified
+from ..trie_regex import alternation
 from .labels import Emotion
 
 E = Emotion
@@ -576,53 +577,16 @@ _WORD_END = "(?![a-z0-9])"
 BUCKETS = 8
 
 
-def _trie(words: list[str]) -> dict[str, dict]:
-    """Return the character trie of ``words``; the key "" marks a word's end."""
-    trie: dict[str, dict] = {}
-    for word in words:
-        node = trie
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-    return trie
-
-
-def _emit(node: dict[str, dict], last: str) -> str:
-    """Return the regex of a trie node reached by ``last``, longest match first."""
-    branches = [
-        re.escape(char) + _emit(child, char) for char, child in node.items() if char
-    ]
-    if "" in node:
-        branches.append(_WORD_END if last in _LATIN else "")
-    if len(branches) == 1:
-        return branches[0]
-    return "(?:" + "|".join(branches) + ")"
-
-
 def _compile(surfaces: list[str]) -> re.Pattern[str]:
-    """Compile one alternation over every surface, as a character trie.
-
-    The engine tries the branches of an alternation one by one, so the trie's
-    first characters are split into ``BUCKETS`` groups, each behind a
-    character-class lookahead: a position costs a few class tests plus one
-    group's branches instead of hundreds of branches.
-    """
-    trie = _trie(surfaces)
-    firsts = sorted(char for char in trie if char)
-    groups = []
-    for bucket in range(BUCKETS):
-        chars = firsts[bucket::BUCKETS]
-        if not chars:
-            continue
-        branches = "|".join(
-            re.escape(char)
-            + (_WORD_START if char in _LATIN else "")
-            + _emit(trie[char], char)
-            for char in chars
+    """Compile one alternation over every surface, as a character trie."""
+    return re.compile(
+        alternation(
+            surfaces,
+            start=lambda char: _WORD_START if char in _LATIN else "",
+            end=lambda char: _WORD_END if char in _LATIN else "",
+            buckets=BUCKETS,
         )
-        group_class = "".join(re.escape(char) for char in chars)
-        groups.append(f"(?=[{group_class}])(?:{branches})")
-    return re.compile("|".join(groups))
+    )
 
 
 TABLE: dict[str, Token] = _build_table()

@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from ..safe_regex import UnsafeRegexError, compile_untrusted
+from ..trie_regex import alternation
 from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
 from .text import to_simplified
 
@@ -25,6 +26,8 @@ MAX_INTENTS = 256
 MAX_LIST_ITEMS = 512
 MAX_KEYWORD_LENGTH = 64
 MAX_PATTERNS = 32
+# Distinct keyword forms of a whole catalog (folded forms and synonyms count).
+MAX_KEYWORDS = 4096
 MAX_SLOTS = 32
 MAX_EXAMPLES = 64
 MAX_EXAMPLE_LENGTH = 200
@@ -362,17 +365,23 @@ def compile_catalog(entries: Any) -> Catalog:
             for surface in surfaces_of("zh-CN", *entry):
                 if surface not in intent.keywords_any:
                     owners.setdefault(surface, []).append((intent.index, "synonym"))
-    keywords = sorted(owners, key=len, reverse=True)
-    # Our own pattern of escaped literals: a zero-width lookahead reports the
-    # longest keyword at each position in one C-level scan.
-    pattern = (
-        re.compile("(?=(" + "|".join(map(re.escape, keywords)) + "))")
-        if keywords
-        else None
-    )
+    if len(owners) > MAX_KEYWORDS:
+        raise IntentFilterError(
+            f"intent_catalog has more than {MAX_KEYWORDS} keywords "
+            "(with their folded forms and synonyms)"
+        )
+    # Our own pattern of escaped literals, as a trie: a zero-width lookahead
+    # reports the longest keyword at each position in one C-level scan.
+    pattern = re.compile("(?=(" + alternation(owners) + "))") if owners else None
+    # Each keyword's prefixes that are keywords too, longest first: at most
+    # MAX_KEYWORD_LENGTH look-ups per keyword, so linear in the catalog.
     prefixes = {
-        keyword: tuple(k for k in keywords if keyword.startswith(k))
-        for keyword in keywords
+        keyword: tuple(
+            keyword[:end]
+            for end in range(len(keyword), 0, -1)
+            if keyword[:end] in owners
+        )
+        for keyword in owners
     }
     rule_intents = frozenset(
         intent.index

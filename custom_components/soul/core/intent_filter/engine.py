@@ -21,7 +21,13 @@ from typing import Any
 import uuid
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..safe_regex import RegexTimeoutError, UnsafeRegexError, search
+from ..safe_regex import (
+    RegexBudgetError,
+    RegexTimeoutError,
+    UnsafeRegexError,
+    budget,
+    search,
+)
 from .catalog import (
     Catalog,
     Intent,
@@ -53,6 +59,7 @@ from .timepoints import TimePoint, find_time_points
 MAX_COMMAND_LENGTH = 2000
 SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
 REGEX_TIMEOUT = 0.01  # seconds one catalog pattern may run on one clause
+REGEX_BUDGET = 0.012  # seconds all catalog patterns may run on one command
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_OPTIONS: dict[str, Any] = {
     "allow_multi_intent": True,
@@ -209,6 +216,10 @@ class _Context:
             return None
         try:
             return search(pattern, text, timeout=REGEX_TIMEOUT)
+        except (
+            RegexBudgetError
+        ) as err:  # the command's time is spent, not this pattern's fault
+            self._warn(intent, pattern, str(err))
         except RegexTimeoutError as err:
             self.catalog.poisoned.add(pattern)
             self._warn(intent, pattern, str(err))
@@ -895,169 +906,177 @@ def filter_intents(
     req = _parse_request(request, default_timezone)
     catalog, cached = cached_catalog(req.entries)
     locale = req.locale or detect_locale(req.command)
-    ctx = _Context(req, catalog, locale)
-    options = req.options
-    command = req.command
-    if options["allow_multi_intent"]:
-        segments = segment(command)
-    else:
-        stripped = command.strip()
-        start = command.index(stripped)
-        segments = [Segment(0, stripped, start, start + len(stripped))]
-    if not segments:  # only punctuation
-        stripped = command.strip()
-        start = command.index(stripped)
-        segments = [Segment(0, stripped, start, start + len(stripped))]
-    readings = [_read(ctx, seg) for seg in segments]
-    # A clause that is only a time ("明天早上8点，叫我起床") lends it to its neighbours.
-    for position, reading in enumerate(readings):
-        if reading.hits or not (reading.durations or reading.time_points):
-            continue
-        for neighbour in (position + 1, position - 1):
-            if 0 <= neighbour < len(readings) and readings[neighbour].borrowed is None:
-                readings[neighbour].borrowed = reading
-
-    selected: list[_Candidate] = []
-    rejected: list[_Candidate] = []
-    mentioned: list[_Candidate] = []
-    debug: list[dict[str, Any]] = []
-    per_segment = (
-        options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
-    )
-    for reading in readings:
-        # Only intents with a keyword hit, or rules beyond keywords, can match.
-        hit = {
-            owner
-            for h in reading.hits
-            for owner, _rule in catalog.keyword_owners[h.keyword]
-        }
-        candidates = [
-            c
-            for intent in catalog.intents
-            if intent.index in hit or intent.index in catalog.rule_intents
-            if (c := _score(ctx, intent, reading)) is not None
-        ]
-        candidates.sort(key=_rank)
-        chosen = 0
-        for candidate in candidates:
-            threshold = (
-                candidate.intent.min_confidence
-                if candidate.intent.min_confidence is not None
-                else options["min_confidence"]
-            )
-            passed = candidate.confidence >= threshold
-            if options["return_debug_candidates"]:
-                debug.append(
-                    {
-                        "intent_id": candidate.intent.id,
-                        "segment_index": reading.seg.index,
-                        "confidence": candidate.confidence,
-                        "passed_threshold": passed,
-                        "strong": candidate.strong,
-                    }
-                )
-            if not passed:
-                continue
-            if reading.markers.negated:
-                candidate.status = "rejected"
-                candidate.evidence.append(
-                    {"type": "negation", "value": True, "score": 0}
-                )
-                rejected.append(candidate)
-                break
-            if reading.markers.question or not candidate.strong:
-                mentioned.append(candidate)
-                break
-            if chosen < per_segment:
-                selected.append(candidate)
-                chosen += 1
-    selected = (
-        selected[: options["max_intents"]]
-        if options["allow_multi_intent"]
-        else selected[:1]
-    )
-
-    emit = options["emit_system_intent_when_empty"]
-    intents: list[dict[str, Any]]
-    if selected:
-        ready = [c for c in selected if c.status == "ready"]
-        decision = {
-            "action": "execute_intents",
-            "trigger_intent_id": selected[0].intent.id,
-            "reason": "matched_catalog_intents" if ready else "missing_required_slots",
-        }
-        intents = [_intent_body(c) for c in selected]
-    else:
-        if rejected:
-            system, reason, confidence = SYS_NO_ACTION, "negated_command", 0.8
-        elif any(c.reading.markers.question for c in mentioned):
-            system, reason, confidence = SYS_FALLBACK, "question_about_device", 0.8
+    with budget(REGEX_BUDGET):  # every catalog pattern of this command, together
+        ctx = _Context(req, catalog, locale)
+        options = req.options
+        command = req.command
+        if options["allow_multi_intent"]:
+            segments = segment(command)
         else:
-            system, reason, confidence = _classify(command)
-        decision = {
-            "action": "no_action" if system == SYS_NO_ACTION else "fallback_reasoning",
-            "trigger_intent_id": system,
-            "reason": reason,
-        }
-        intents = (
-            [_system_body(system, command, reason, confidence)]
-            + [_intent_body(c) for c in rejected]
-            if emit
-            else []
+            stripped = command.strip()
+            start = command.index(stripped)
+            segments = [Segment(0, stripped, start, start + len(stripped))]
+        if not segments:  # only punctuation
+            stripped = command.strip()
+            start = command.index(stripped)
+            segments = [Segment(0, stripped, start, start + len(stripped))]
+        readings = [_read(ctx, seg) for seg in segments]
+        # A clause that is only a time ("明天早上8点，叫我起床") lends it to its neighbours.
+        for position, reading in enumerate(readings):
+            if reading.hits or not (reading.durations or reading.time_points):
+                continue
+            for neighbour in (position + 1, position - 1):
+                if (
+                    0 <= neighbour < len(readings)
+                    and readings[neighbour].borrowed is None
+                ):
+                    readings[neighbour].borrowed = reading
+
+        selected: list[_Candidate] = []
+        rejected: list[_Candidate] = []
+        mentioned: list[_Candidate] = []
+        debug: list[dict[str, Any]] = []
+        per_segment = (
+            options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
         )
-    response: dict[str, Any] = {
-        "request_id": req.request_id,
-        "decision": decision,
-        "intents": intents,
-        "meta": {
-            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
-            "segment_count": len(segments),
-            "catalog_size": len(catalog.intents),
-            "time_signals": sum(
-                len(r.durations) + len(r.time_points) for r in readings
-            ),
-            "timezone": req.timezone,
-            "locale": locale,
-            "now": req.now.isoformat(),
-            "catalog_cached": cached,
-        },
-    }
-    if ctx.warnings:
-        response["meta"]["warnings"] = ctx.warnings
-    if options["return_debug_candidates"]:
-        response["debug_candidates"] = debug
-    if options["return_debug_entities"]:
-        response["debug_entities"] = [
-            {
-                "segment_index": r.seg.index,
-                "entities": [
-                    {
-                        "type": e.type,
-                        "value": e.value,
-                        "text": e.text,
-                        "start": e.start,
-                        "end": e.end,
-                    }
-                    for e in r.entities
-                ],
-                "durations": [
-                    {
-                        "seconds": _json_number(d.seconds),
-                        "relative": d.relative,
-                        "start": d.start,
-                        "end": d.end,
-                    }
-                    for d in r.durations
-                ],
-                "time_points": [
-                    {"at": t.at.isoformat(), "start": t.start, "end": t.end}
-                    for t in r.time_points
-                ],
-                "numbers": [
-                    {"value": _json_number(v), "start": s, "end": e}
-                    for v, s, e in r.numbers
-                ],
+        for reading in readings:
+            # Only intents with a keyword hit, or rules beyond keywords, can match.
+            hit = {
+                owner
+                for h in reading.hits
+                for owner, _rule in catalog.keyword_owners[h.keyword]
             }
-            for r in readings
-        ]
-    return response
+            candidates = [
+                c
+                for intent in catalog.intents
+                if intent.index in hit or intent.index in catalog.rule_intents
+                if (c := _score(ctx, intent, reading)) is not None
+            ]
+            candidates.sort(key=_rank)
+            chosen = 0
+            for candidate in candidates:
+                threshold = (
+                    candidate.intent.min_confidence
+                    if candidate.intent.min_confidence is not None
+                    else options["min_confidence"]
+                )
+                passed = candidate.confidence >= threshold
+                if options["return_debug_candidates"]:
+                    debug.append(
+                        {
+                            "intent_id": candidate.intent.id,
+                            "segment_index": reading.seg.index,
+                            "confidence": candidate.confidence,
+                            "passed_threshold": passed,
+                            "strong": candidate.strong,
+                        }
+                    )
+                if not passed:
+                    continue
+                if reading.markers.negated:
+                    candidate.status = "rejected"
+                    candidate.evidence.append(
+                        {"type": "negation", "value": True, "score": 0}
+                    )
+                    rejected.append(candidate)
+                    break
+                if reading.markers.question or not candidate.strong:
+                    mentioned.append(candidate)
+                    break
+                if chosen < per_segment:
+                    selected.append(candidate)
+                    chosen += 1
+        selected = (
+            selected[: options["max_intents"]]
+            if options["allow_multi_intent"]
+            else selected[:1]
+        )
+
+        emit = options["emit_system_intent_when_empty"]
+        intents: list[dict[str, Any]]
+        if selected:
+            ready = [c for c in selected if c.status == "ready"]
+            decision = {
+                "action": "execute_intents",
+                "trigger_intent_id": selected[0].intent.id,
+                "reason": "matched_catalog_intents"
+                if ready
+                else "missing_required_slots",
+            }
+            intents = [_intent_body(c) for c in selected]
+        else:
+            if rejected:
+                system, reason, confidence = SYS_NO_ACTION, "negated_command", 0.8
+            elif any(c.reading.markers.question for c in mentioned):
+                system, reason, confidence = SYS_FALLBACK, "question_about_device", 0.8
+            else:
+                system, reason, confidence = _classify(command)
+            decision = {
+                "action": "no_action"
+                if system == SYS_NO_ACTION
+                else "fallback_reasoning",
+                "trigger_intent_id": system,
+                "reason": reason,
+            }
+            intents = (
+                [_system_body(system, command, reason, confidence)]
+                + [_intent_body(c) for c in rejected]
+                if emit
+                else []
+            )
+        response: dict[str, Any] = {
+            "request_id": req.request_id,
+            "decision": decision,
+            "intents": intents,
+            "meta": {
+                "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+                "segment_count": len(segments),
+                "catalog_size": len(catalog.intents),
+                "time_signals": sum(
+                    len(r.durations) + len(r.time_points) for r in readings
+                ),
+                "timezone": req.timezone,
+                "locale": locale,
+                "now": req.now.isoformat(),
+                "catalog_cached": cached,
+            },
+        }
+        if ctx.warnings:
+            response["meta"]["warnings"] = ctx.warnings
+        if options["return_debug_candidates"]:
+            response["debug_candidates"] = debug
+        if options["return_debug_entities"]:
+            response["debug_entities"] = [
+                {
+                    "segment_index": r.seg.index,
+                    "entities": [
+                        {
+                            "type": e.type,
+                            "value": e.value,
+                            "text": e.text,
+                            "start": e.start,
+                            "end": e.end,
+                        }
+                        for e in r.entities
+                    ],
+                    "durations": [
+                        {
+                            "seconds": _json_number(d.seconds),
+                            "relative": d.relative,
+                            "start": d.start,
+                            "end": d.end,
+                        }
+                        for d in r.durations
+                    ],
+                    "time_points": [
+                        {"at": t.at.isoformat(), "start": t.start, "end": t.end}
+                        for t in r.time_points
+                    ],
+                    "numbers": [
+                        {"value": _json_number(v), "start": s, "end": e}
+                        for v, s, e in r.numbers
+                    ],
+                }
+                for r in readings
+            ]
+        return response
