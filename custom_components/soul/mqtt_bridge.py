@@ -16,8 +16,10 @@ from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.util import dt as dt_util
 
 from .const import LOGGER
+from .core.ingest import KINDS as SNAPSHOT_KINDS, SnapshotIngest
 from .core.protocol import status_payload, utc_ts
 from .core.topics import Kind, Topics, publish_to
+from .core.untrusted import LOOP_JSON_BYTES
 
 if TYPE_CHECKING:
     from .core.invoker import Invoker
@@ -38,6 +40,8 @@ class MqttBridge:
         self.registry = registry
         self.invoker: Invoker | None = None
         self._unsubscribes: list[CALLBACK_TYPE] = []
+        # Set by the runtime: skills and catalogs are parsed in the executor.
+        self.ingest: SnapshotIngest | None = None
 
     async def async_start(self) -> None:
         """Subscribe to what bodies publish and start the TTL check."""
@@ -55,9 +59,11 @@ class MqttBridge:
 
     @callback
     def async_stop(self) -> None:
-        """Unsubscribe everything."""
+        """Unsubscribe everything and stop parsing snapshots."""
         while self._unsubscribes:
             self._unsubscribes.pop()()
+        if self.ingest is not None:
+            self.ingest.stop()
 
     @callback
     def _async_expire(self, _now: object) -> None:
@@ -71,10 +77,27 @@ class MqttBridge:
             return
         payload = message.payload
         if parsed.kind is Kind.RESULT:
-            if self.invoker is not None and parsed.request_id is not None:
-                self.invoker.handle_result(
-                    parsed.terminal_id, parsed.request_id, payload
-                )
+            invoker = self.invoker
+            if invoker is None or parsed.request_id is None:
+                return
+            if len(payload) <= LOOP_JSON_BYTES or not invoker.awaits(
+                parsed.terminal_id, parsed.request_id
+            ):
+                invoker.handle_result(parsed.terminal_id, parsed.request_id, payload)
+                return
+            # A large result is decoded in the executor, then resolves the call.
+            self.hass.async_create_task(
+                invoker.async_handle_result(
+                    parsed.terminal_id,
+                    parsed.request_id,
+                    payload,
+                    self.hass.async_add_executor_job,
+                ),
+                "soul large result",
+            )
+            return
+        if parsed.kind in SNAPSHOT_KINDS and self.ingest is not None:
+            self.ingest.submit(parsed.kind, parsed.terminal_id, payload)
             return
         self.registry.handle_message(parsed.kind, parsed.terminal_id, payload)
 

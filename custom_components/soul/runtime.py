@@ -26,6 +26,7 @@ from .const import (
     ISSUE_LLM_NOT_CONFIGURED,
 )
 from .core.chat import ChatPipeline
+from .core.ingest import SnapshotIngest
 from .core.invoker import Invoker
 from .core.llm import LLMEndpoint, OpenAICompatibleLLM
 from .core.memory.manager import MemoryManager
@@ -102,6 +103,11 @@ async def async_create_runtime(
     topics = Topics(entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX))
     registry = TerminalRegistry()
     bridge = MqttBridge(hass, topics, registry)
+    bridge.ingest = SnapshotIngest(
+        registry,
+        run_blocking=hass.async_add_executor_job,
+        spawn=lambda coro: entry.async_create_task(hass, coro, "soul snapshots"),
+    )
     invoker = Invoker(
         registry,
         topics,

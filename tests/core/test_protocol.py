@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -46,12 +47,32 @@ def test_decode_json_limits() -> None:
     assert decode_json(b'{"a": 1}') == {"a": 1}
     with pytest.raises(ProtocolError, match="not valid JSON"):
         decode_json(b"{nope")
-    with pytest.raises(ProtocolError, match="not valid JSON"):
+    with pytest.raises(ProtocolError, match="not valid UTF-8"):
         decode_json(b"\xff\xfe")
-    with pytest.raises(ProtocolError, match="exceeds"):
+    with pytest.raises(ProtocolError, match="larger than"):
         decode_json(b" " * (MAX_PAYLOAD_BYTES + 1))
-    with pytest.raises(ProtocolError):
+    with pytest.raises(ProtocolError, match="deeper"):
         decode_json("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ProtocolError, match="deeper than 32"):
+        decode_json("[" * 33 + "]" * 33)
+    assert decode_json("[" * 32 + "]" * 32)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"soul_hint": "\\ud800"}',  # a lone surrogate as a JSON escape
+        b'{"soul_hint": "\xed\xa0\x80"}',  # the same, encoded (CESU-8)
+        b'{"a": ["\\udfff x"]}',
+    ],
+)
+def test_lone_surrogates_never_enter(payload: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode_json(payload)
+
+
+def test_surrogate_pairs_are_text() -> None:
+    assert decode_json(b'"\\ud83d\\ude00"') == "\U0001f600"
 
 
 def test_spec_skills_snapshot() -> None:
@@ -274,3 +295,90 @@ def test_pattern_properties_are_refused() -> None:
     )
     assert snapshot.skills == ()
     assert "patternProperties is not supported" in snapshot.rejected[0][1]
+
+
+def _skill(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "do_it", "description": "d", "input_schema": schema}
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "#"}}}, "recursive"),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}},
+            "names nothing",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "https://x/s.json"}}},
+            "not local",
+        ),
+        (
+            {
+                "type": "object",
+                "$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+                "properties": {"a": {"$ref": "#/$defs/n"}},
+            },
+            "recursive",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"$dynamicRef": "#x"}}},
+            "not supported",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string", "pattern": "(?:(?:a{100}){100}){100}"}
+                },
+            },
+            "unusable pattern",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    f"p{i}": {"type": "string", "description": "x" * 200}
+                    for i in range(100)
+                },
+            },
+            "larger than",
+        ),
+    ],
+)
+def test_schemas_soul_cannot_bound_are_refused(
+    schema: dict[str, Any], reason: str
+) -> None:
+    snapshot = parse_skills("t1", {"skills": [_skill(schema)]})
+    assert snapshot.skills == ()
+    assert reason in snapshot.rejected[0][1]
+
+
+def test_local_refs_are_inlined() -> None:
+    """A schema with $defs works, and the model is offered it self-contained."""
+    schema = {
+        "type": "object",
+        "$defs": {"level": {"type": "integer", "minimum": 0, "maximum": 100}},
+        "properties": {
+            "brightness": {"$ref": "#/$defs/level", "description": "how bright"}
+        },
+        "required": ["brightness"],
+    }
+    skill = parse_skills("t1", {"skills": [_skill(schema)]}).skills[0]
+    assert "$ref" not in json.dumps(skill.input_schema)
+    assert "$defs" not in skill.input_schema
+    assert skill.argument_errors({"brightness": 50}) == []
+    assert skill.argument_errors({"brightness": 500})
+
+
+def test_a_chain_of_bounded_repeats_in_a_schema_pattern_is_bounded() -> None:
+    """Issue 13: six a{0,64} then b froze the loop 14 s in soul.invoke_skill."""
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "pattern": "a{0,64}" * 6 + "b"}},
+    }
+    skill = parse_skills("t1", {"skills": [_skill(schema)]}).skills[0]
+    started = time.perf_counter()
+    errors = skill.argument_errors({"s": "a" * 80})
+    assert time.perf_counter() - started < 0.05
+    assert errors

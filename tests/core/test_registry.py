@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from custom_components.soul.core.intent_filter import IntentFilterError
-from custom_components.soul.core.registry import Change, Terminal, TerminalRegistry
+from custom_components.soul.core.registry import (
+    MAX_UNREGISTERED,
+    Change,
+    Terminal,
+    TerminalRegistry,
+)
 from custom_components.soul.core.topics import Kind
 
 from .spec_payloads import catalog, skills
@@ -212,9 +217,37 @@ def test_invalid_terminal_ids_and_limit(
     send(registry, Kind.SKILLS, skills(terminal_id="bad id"), "bad id")
     assert registry.get("bad id") is None
     for n in range(3):
+        send(registry, Kind.ONLINE, "online", f"t{n}")
         send(registry, Kind.SKILLS, skills(terminal_id=f"t{n}"), f"t{n}")
     assert [t.terminal_id for t in registry] == ["t0", "t1"]
-    assert "more than 2 terminals" in caplog.text
+    assert "2 bodies are registered and all are online" in caplog.text
+
+
+def test_phantom_ids_never_keep_a_real_body_out(clock: Clock) -> None:
+    """Issue 13: 1,100 heartbeat-only ids filled the cap for good."""
+    registry = TerminalRegistry(clock=clock, max_terminals=4)
+    for n in range(1100):
+        send(registry, Kind.HEARTBEAT, "1", f"junk{n}")
+    assert len(registry._terminals) <= MAX_UNREGISTERED
+    connect(registry, "real")
+    assert registry.get("real") is not None
+    # Once their heartbeat expired, phantoms hold no slot at all.
+    clock.now += registry.ttl + 1
+    registry.expire()
+    assert [t.terminal_id for t in registry._terminals.values()] == ["real"]
+
+
+def test_a_stale_body_makes_way_for_a_new_one(clock: Clock) -> None:
+    registry = TerminalRegistry(clock=clock, max_terminals=2)
+    connect(registry, "old")
+    clock.now += 10
+    connect(registry, "busy")
+    clock.now += registry.ttl - 5
+    send(registry, Kind.HEARTBEAT, "1", "busy")
+    clock.now += 10
+    registry.expire()  # "old" is stale now, "busy" is not
+    connect(registry, "new")
+    assert {t.terminal_id for t in registry} == {"busy", "new"}
 
 
 def test_listeners_of_one_terminal(registry: TerminalRegistry) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 import logging
 from typing import Any
 import uuid
@@ -146,23 +146,50 @@ class Invoker:
         finally:
             self._pending.pop(key, None)
 
+    def awaits(self, terminal_id: str, request_id: str) -> bool:
+        """Return whether an invocation waits for this result."""
+        future = self._pending.get((terminal_id, request_id))
+        return future is not None and not future.done()
+
     def handle_result(
         self, terminal_id: str, request_id: str, payload: bytes | str
     ) -> None:
         """Resolve the invocation a ``result`` answers; log and drop anything else."""
-        future = self._pending.get((terminal_id, request_id))
-        if future is None or future.done():
+        if not self.awaits(terminal_id, request_id):
             _LOGGER.info(
                 "Dropped result %s of terminal %s: no invocation waits for it",
                 request_id,
                 terminal_id,
             )
             return
-        try:
-            result = parse_result(request_id, decode_json(payload))
-        except ProtocolError as err:
+        self._resolve(terminal_id, request_id, _parse(request_id, payload))
+
+    async def async_handle_result(
+        self,
+        terminal_id: str,
+        request_id: str,
+        payload: bytes | str,
+        run_blocking: Callable[..., Awaitable[Any]],
+    ) -> None:
+        """Like ``handle_result``, decoding a large payload with ``run_blocking``."""
+        parsed = await run_blocking(_parse, request_id, payload)
+        if self.awaits(terminal_id, request_id):
+            self._resolve(terminal_id, request_id, parsed)
+
+    def _resolve(
+        self, terminal_id: str, request_id: str, parsed: InvokeResult | str
+    ) -> None:
+        if isinstance(parsed, str):
             _LOGGER.warning(
-                "Dropped result %s of terminal %s: %s", request_id, terminal_id, err
+                "Dropped result %s of terminal %s: %s", request_id, terminal_id, parsed
             )
             return
-        future.set_result(result)
+        self._pending[(terminal_id, request_id)].set_result(parsed)
+
+
+def _parse(request_id: str, payload: bytes | str) -> InvokeResult | str:
+    """Return the parsed result, or why it is invalid (thread-safe)."""
+    try:
+        return parse_result(request_id, decode_json(payload))
+    except ProtocolError as err:
+        return str(err)

@@ -17,14 +17,19 @@ from typing import Any
 
 from jsonschema import exceptions as jsonschema_exceptions, validators
 
-from . import safe_regex
+from . import safe_regex, untrusted
 
-# Limits on what one message may carry.
+# Limits on what one message may carry (docs/security.md lists them all).
 MAX_PAYLOAD_BYTES = 256 * 1024
+MAX_JSON_DEPTH = 32
 MAX_SKILLS = 64
 MAX_CATALOG_ENTRIES = 256
 MAX_SCHEMA_DEPTH = 12
+MAX_SCHEMA_BYTES = 16 * 1024  # one skill's input_schema, its $refs inlined
 MAX_TEXT_LENGTH = 1024
+MAX_HINT_LENGTH = 64
+MAX_INTENT_ID_LENGTH = 128
+MAX_ONLINE_BYTES = 64
 SKILL_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -34,14 +39,13 @@ class ProtocolError(ValueError):
 
 
 def decode_json(payload: bytes | str) -> Any:
-    """Decode a JSON payload within the size limit."""
-    size = len(payload.encode() if isinstance(payload, str) else payload)
-    if size > MAX_PAYLOAD_BYTES:
-        raise ProtocolError(f"payload of {size} bytes exceeds {MAX_PAYLOAD_BYTES}")
+    """Decode a JSON payload: UTF-8, within the size and depth limits."""
     try:
-        return json.loads(payload)
-    except (ValueError, RecursionError) as err:
-        raise ProtocolError(f"payload is not valid JSON: {err}") from None
+        return untrusted.loads(
+            payload, max_bytes=MAX_PAYLOAD_BYTES, max_depth=MAX_JSON_DEPTH
+        )
+    except untrusted.UntrustedInputError as err:
+        raise ProtocolError(str(err)) from None
 
 
 def is_empty(payload: bytes | str) -> bool:
@@ -51,6 +55,8 @@ def is_empty(payload: bytes | str) -> bool:
 
 def parse_online(payload: bytes | str) -> bool:
     """Return True for online, False for offline (§3.4: online/offline, true/false, 1/0)."""
+    if len(payload) > MAX_ONLINE_BYTES:
+        raise ProtocolError(f"online payload longer than {MAX_ONLINE_BYTES} bytes")
     text = payload.decode(errors="replace") if isinstance(payload, bytes) else payload
     value = text.strip().strip('"').lower()
     if value in ("online", "true", "1"):
@@ -110,9 +116,10 @@ def _envelope(
 
 
 def _optional_text(data: Mapping[str, Any], key: str) -> str | None:
+    """Return a descriptive field (model, firmware) as one clean line, or None."""
     value = data.get(key)
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)[:MAX_TEXT_LENGTH] or None
+        return untrusted.clean(str(value).strip(), 128, multiline=False) or None
     return None
 
 
@@ -170,17 +177,97 @@ def parse_skill(raw: Any) -> Skill:
         schema = EMPTY_OBJECT_SCHEMA
     if not isinstance(schema, Mapping):
         raise ProtocolError(f"skill {name}: input_schema must be a JSON object")
-    schema = dict(schema)
+    try:
+        schema = inline_refs(dict(schema))
+    except SchemaRefError as err:
+        raise ProtocolError(f"skill {name}: {err}") from None
     if _depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
         raise ProtocolError(
             f"skill {name}: input_schema is nested deeper than {MAX_SCHEMA_DEPTH}"
         )
     if schema.get("type", "object") != "object":
         raise ProtocolError(f"skill {name}: input_schema must describe an object")
-    validator = _compile_schema(json.dumps(schema, sort_keys=True))
+    canonical = json.dumps(schema, sort_keys=True)
+    if len(canonical) > MAX_SCHEMA_BYTES:
+        raise ProtocolError(
+            f"skill {name}: input_schema is larger than {MAX_SCHEMA_BYTES} bytes"
+        )
+    validator = _compile_schema(canonical)
     if isinstance(validator, str):
         raise ProtocolError(f"skill {name}: invalid input_schema: {validator}")
-    return Skill(name, description[:MAX_TEXT_LENGTH], schema, validator)
+    return Skill(name, untrusted.clean(description, MAX_TEXT_LENGTH), schema, validator)
+
+
+class SchemaRefError(ValueError):
+    """A ``$ref`` Soul cannot inline: remote, dangling or recursive."""
+
+
+MAX_SCHEMA_NODES = 2000  # objects in one schema once its $refs are inlined
+
+
+def _pointer(root: Mapping[str, Any], ref: str) -> Any:
+    """Return what a local JSON pointer (``#/$defs/x``) names in ``root``."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        raise SchemaRefError(f"$ref {ref[:80]!r} is not local (only #/... refs)")
+    node: Any = root
+    for raw_part in ref[2:].split("/"):
+        part = raw_part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise SchemaRefError(f"$ref {ref[:80]!r} names nothing in the schema")
+    return node
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Return ``schema`` with every local ``$ref`` replaced by what it names.
+
+    The result is self-contained (language models and validators need no
+    resolver, and nothing recurses at validation time). Remote, dangling and
+    recursive refs raise ``SchemaRefError``, as do ``$dynamicRef`` and
+    ``$recursiveRef`` and a result of more than ``MAX_SCHEMA_NODES`` objects.
+    ``$defs``/``definitions`` are dropped once inlined.
+    """
+    nodes = 0
+
+    def walk(node: Any, expanding: tuple[str, ...]) -> Any:
+        nonlocal nodes
+        if isinstance(node, list):
+            return [walk(item, expanding) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        nodes += 1
+        if nodes > MAX_SCHEMA_NODES:
+            raise SchemaRefError(
+                f"input_schema has more than {MAX_SCHEMA_NODES} objects with its $refs inlined"
+            )
+        for dynamic in ("$dynamicRef", "$recursiveRef"):
+            if dynamic in node:
+                raise SchemaRefError(f"{dynamic} is not supported")
+        ref = node.get("$ref")
+        if ref is not None:
+            if not isinstance(ref, str):
+                raise SchemaRefError("$ref must be a string")
+            if ref in expanding:
+                raise SchemaRefError(f"$ref {ref[:80]!r} is recursive")
+            target = walk(_pointer(schema, ref), (*expanding, ref))
+            rest = {
+                key: walk(value, expanding)
+                for key, value in node.items()
+                if key != "$ref"
+            }
+            return {"allOf": [target, rest]} if rest else target
+        return {
+            key: walk(value, expanding)
+            for key, value in node.items()
+            if key not in ("$defs", "definitions") or expanding
+        }
+
+    return walk(schema, ())
 
 
 @functools.lru_cache(maxsize=1024)
@@ -200,7 +287,26 @@ def _compile_schema(canonical: str) -> Any:
         cls.check_schema(schema)
     except jsonschema_exceptions.SchemaError as err:
         return err.message
+    # Compile every pattern now (parsing runs off the event loop), so none
+    # compiles during a call and a hostile one refuses the skill.
+    try:
+        for pattern in _patterns(schema):
+            safe_regex.compile_untrusted(pattern)
+    except safe_regex.UnsafeRegexError as err:
+        return f"unusable pattern: {err}"
     return validators.extend(cls, {"pattern": _bounded_pattern})(schema)
+
+
+def _patterns(node: Any) -> Iterator[str]:
+    """Yield the ``pattern`` keywords of a schema."""
+    if isinstance(node, Mapping):
+        if isinstance(pattern := node.get("pattern"), str):
+            yield pattern
+        for value in node.values():
+            yield from _patterns(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _patterns(item)
 
 
 def _bounded_pattern(
@@ -264,11 +370,15 @@ def parse_skills(terminal_id: str, data: Any) -> SkillsSnapshot:
             continue
         skills.append(skill)
     soul_hint = envelope.get("soul_hint")
+    if soul_hint is not None and not untrusted.is_text(soul_hint, MAX_HINT_LENGTH):
+        raise ProtocolError(
+            f"soul_hint must be one line of at most {MAX_HINT_LENGTH} characters"
+        )
     return SkillsSnapshot(
         terminal_id=terminal_id,
         skill_version=_version(envelope, "skill_version"),
         skills=tuple(skills),
-        soul_hint=soul_hint[:64] if isinstance(soul_hint, str) and soul_hint else None,
+        soul_hint=soul_hint.strip() or None if soul_hint else None,
         rejected=tuple(rejected),
         legacy=isinstance(data, list),
         model=_optional_text(envelope, "model"),
@@ -297,12 +407,13 @@ def parse_intent_catalog(terminal_id: str, data: Any) -> IntentCatalogSnapshot:
     )
     seen: set[str] = set()
     for entry in entries:
-        if (
-            not isinstance(entry, Mapping)
-            or not isinstance(entry.get("id"), str)
-            or not entry["id"]
+        if not isinstance(entry, Mapping) or not untrusted.is_text(
+            entry.get("id"), MAX_INTENT_ID_LENGTH
         ):
-            raise ProtocolError("every intent_catalog entry needs a string id")
+            raise ProtocolError(
+                "every intent_catalog entry needs a string id (one line of at "
+                f"most {MAX_INTENT_ID_LENGTH} characters)"
+            )
         if entry["id"] in seen:
             raise ProtocolError(f"duplicate intent id {entry['id']!r}")
         seen.add(entry["id"])
@@ -341,7 +452,9 @@ def parse_result(request_id: str, data: Any) -> InvokeResult:
         request_id=request_id,
         ok=ok,
         output=data.get("output"),
-        error=error[:MAX_TEXT_LENGTH] if isinstance(error, str) and error else None,
+        error=untrusted.clean(error, MAX_TEXT_LENGTH)
+        if isinstance(error, str) and error
+        else None,
     )
 
 

@@ -33,7 +33,10 @@ from .topics import Kind, valid_terminal_id
 _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_TTL = 60.0
-MAX_TERMINALS = 1024
+MAX_TERMINALS = 1024  # bodies that announced their skills
+# Ids heard from (online, heartbeat) that never announced skills: a separate,
+# smaller pool, oldest evicted first, so phantoms never keep a real body out.
+MAX_UNREGISTERED = 256
 
 
 class Change(StrEnum):
@@ -72,6 +75,20 @@ class Terminal:
 
 
 @dataclass(frozen=True, slots=True)
+class Prepared:
+    """A skills or catalog message parsed off the event loop, ready to apply.
+
+    ``snapshot`` is None for a cleared (empty) retained message; ``error``
+    says why the message is dropped.
+    """
+
+    kind: Kind
+    terminal_id: str
+    snapshot: SkillsSnapshot | IntentCatalogSnapshot | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """The intent filter's last decision on a terminal's command (no command text)."""
 
@@ -91,6 +108,27 @@ def accept_version(current: int | None, new: int) -> bool:
 
 
 type Listener = Callable[[Terminal, Change], None]
+
+
+def _parse_snapshot(
+    kind: Kind, terminal_id: str, payload: bytes | str
+) -> SkillsSnapshot | IntentCatalogSnapshot | None:
+    """Return the snapshot a message carries (None when cleared); raise ProtocolError."""
+    if not valid_terminal_id(terminal_id):
+        raise ProtocolError("invalid terminal id")
+    if is_empty(payload):
+        return None
+    if kind is Kind.SKILLS:
+        return parse_skills(terminal_id, decode_json(payload))
+    if kind is not Kind.INTENT_CATALOG:
+        raise ProtocolError(f"{kind} is not a snapshot")
+    snapshot = parse_intent_catalog(terminal_id, decode_json(payload))
+    if snapshot.intents:
+        try:  # validates every rule and warms the compile cache
+            cached_catalog(snapshot.intents)
+        except IntentFilterError as err:
+            raise ProtocolError(f"invalid intent_catalog: {err}") from None
+    return snapshot
 
 
 class TerminalRegistry:
@@ -155,23 +193,106 @@ class TerminalRegistry:
     def handle_message(
         self, kind: Kind, terminal_id: str, payload: bytes | str
     ) -> None:
-        """Apply one message a body published; log and drop what is invalid."""
+        """Apply one message a body published; log and drop what is invalid.
+
+        Skills and catalogs are parsed here, in the caller's thread; the MQTT
+        bridge parses them in the executor instead (``prepare`` then
+        ``apply``, through ``core.ingest``).
+        """
+        if kind in (Kind.SKILLS, Kind.INTENT_CATALOG):
+            self.apply(self.prepare(kind, terminal_id, payload))
+            return
         try:
             self._handle(kind, terminal_id, payload)
         except ProtocolError as err:
             _LOGGER.warning("Dropped %s of terminal %s: %s", kind, terminal_id, err)
 
-    def _terminal(self, terminal_id: str) -> Terminal:
-        if (terminal := self._terminals.get(terminal_id)) is not None:
-            return terminal
-        if not valid_terminal_id(terminal_id):
-            raise ProtocolError("invalid terminal id")
-        if len(self._terminals) >= self._max_terminals:
-            raise ProtocolError(
-                f"more than {self._max_terminals} terminals; ignoring new ones"
+    @staticmethod
+    def prepare(kind: Kind, terminal_id: str, payload: bytes | str) -> Prepared:
+        """Parse and check a skills or catalog message; thread-safe, no state.
+
+        This is the expensive part (schemas checked, catalog compiled), so the
+        bridge runs it off the event loop.
+        """
+        try:
+            snapshot = _parse_snapshot(kind, terminal_id, payload)
+        except ProtocolError as err:
+            return Prepared(kind, terminal_id, error=str(err))
+        return Prepared(kind, terminal_id, snapshot)
+
+    def apply(self, prepared: Prepared) -> None:
+        """Apply a prepared snapshot in the event loop; log and drop a bad one."""
+        try:
+            self._apply(prepared)
+        except ProtocolError as err:
+            _LOGGER.warning(
+                "Dropped %s of terminal %s: %s",
+                prepared.kind,
+                prepared.terminal_id,
+                err,
             )
-        terminal = self._terminals[terminal_id] = Terminal(terminal_id)
+
+    def _apply(self, prepared: Prepared) -> None:
+        kind, terminal_id, snapshot = (
+            prepared.kind,
+            prepared.terminal_id,
+            prepared.snapshot,
+        )
+        if prepared.error is not None:
+            raise ProtocolError(prepared.error)
+        if snapshot is None:  # a cleared retained message
+            if kind is Kind.SKILLS:
+                self._remove(terminal_id)
+            elif (terminal := self._terminals.get(terminal_id)) is not None:
+                terminal.catalog = None
+                self._notify(terminal, Change.UPDATED)
+            return
+        if isinstance(snapshot, SkillsSnapshot):
+            self._skills(self._terminal(terminal_id, register=True), snapshot)
+        else:
+            self._catalog(self._terminal(terminal_id), snapshot)
+
+    def _terminal(self, terminal_id: str, *, register: bool = False) -> Terminal:
+        """Return the terminal, creating it within the limits.
+
+        ``register``: it is about to announce its skills. Ids that never did
+        live in a small pool whose oldest member makes way for a new one;
+        registered bodies make way only when stale or offline.
+        """
+        terminal = self._terminals.get(terminal_id)
+        if terminal is not None and (terminal.registered or not register):
+            return terminal
+        if terminal is None and not valid_terminal_id(terminal_id):
+            raise ProtocolError("invalid terminal id")
+        if register:
+            registered = [t for t in self._terminals.values() if t.registered]
+            if len(registered) >= self._max_terminals and not self._evict(
+                [t for t in registered if not t.available]
+            ):
+                raise ProtocolError(
+                    f"{self._max_terminals} bodies are registered and all are "
+                    "online; ignoring new ones"
+                )
+        else:
+            phantoms = [t for t in self._terminals.values() if not t.registered]
+            if len(phantoms) >= MAX_UNREGISTERED:
+                self._evict(phantoms)
+        if terminal is None:
+            terminal = self._terminals[terminal_id] = Terminal(terminal_id)
         return terminal
+
+    def _evict(self, candidates: list[Terminal]) -> bool:
+        """Forget the candidate heard from least recently; False when none."""
+        if not candidates:
+            return False
+        oldest = min(candidates, key=lambda t: t.last_seen or 0.0)
+        _LOGGER.info(
+            "Forgetting terminal %s (%s) to make room for a new one",
+            oldest.terminal_id,
+            "stale" if oldest.registered else "never announced skills",
+        )
+        del self._terminals[oldest.terminal_id]
+        return True
 
     def _seen(self, terminal: Terminal) -> bool:
         """Record activity; return whether the terminal came back from stale."""
@@ -182,10 +303,7 @@ class TerminalRegistry:
         return False
 
     def _handle(self, kind: Kind, terminal_id: str, payload: bytes | str) -> None:
-        if kind is Kind.SKILLS and is_empty(payload):
-            self._remove(terminal_id)
-            return
-        if kind not in (Kind.ONLINE, Kind.HEARTBEAT, Kind.SKILLS, Kind.INTENT_CATALOG):
+        if kind not in (Kind.ONLINE, Kind.HEARTBEAT):
             raise ProtocolError(
                 f"{kind} is not a message bodies publish to the registry"
             )
@@ -194,7 +312,7 @@ class TerminalRegistry:
         terminal = self._terminal(terminal_id)
         if kind is Kind.ONLINE:
             self._online(terminal, payload)
-        elif kind is Kind.HEARTBEAT:
+        else:
             if is_empty(payload):
                 return
             came_back = self._seen(terminal)
@@ -202,10 +320,6 @@ class TerminalRegistry:
             self._notify(
                 terminal, Change.AVAILABILITY if came_back else Change.HEARTBEAT
             )
-        elif kind is Kind.SKILLS:
-            self._skills(terminal, parse_skills(terminal_id, decode_json(payload)))
-        else:
-            self._catalog(terminal, payload)
 
     def _online(self, terminal: Terminal, payload: bytes | str) -> None:
         online = None if is_empty(payload) else parse_online(payload)
@@ -231,17 +345,7 @@ class TerminalRegistry:
         if came_back and not added:
             self._notify(terminal, Change.AVAILABILITY)
 
-    def _catalog(self, terminal: Terminal, payload: bytes | str) -> None:
-        if is_empty(payload):
-            terminal.catalog = None
-            self._notify(terminal, Change.UPDATED)
-            return
-        snapshot = parse_intent_catalog(terminal.terminal_id, decode_json(payload))
-        if snapshot.intents:
-            try:  # validates every rule and warms the compile cache
-                cached_catalog(snapshot.intents)
-            except IntentFilterError as err:
-                raise ProtocolError(f"invalid intent_catalog: {err}") from None
+    def _catalog(self, terminal: Terminal, snapshot: IntentCatalogSnapshot) -> None:
         current = terminal.catalog.catalog_version if terminal.catalog else None
         if not accept_version(current, snapshot.catalog_version):
             raise ProtocolError(
@@ -295,9 +399,15 @@ class TerminalRegistry:
         return response
 
     def expire(self) -> list[str]:
-        """Mark terminals silent for longer than the TTL stale; return their ids."""
+        """Mark terminals silent for longer than the TTL stale; return their ids.
+
+        Ids that never announced skills are forgotten instead.
+        """
         now = self._clock()
         expired = []
+        for terminal in [t for t in self._terminals.values() if not t.registered]:
+            if terminal.last_seen is not None and now - terminal.last_seen > self.ttl:
+                del self._terminals[terminal.terminal_id]
         for terminal in self._terminals.values():
             if (
                 not terminal.stale

@@ -1,0 +1,180 @@
+"""Bodies' snapshots (``skills``, ``intent_catalog``): parsed off the event loop, within limits.
+
+Checking a snapshot costs milliseconds — every JSON Schema against its
+meta-schema, a catalog's patterns and keyword index compiled — and any
+client on the broker can publish one. So the MQTT bridge hands them here:
+
+- each is parsed by ``TerminalRegistry.prepare`` through ``run_blocking``
+  (Home Assistant's executor) and applied in the event loop by ``apply``;
+- one at a time, in arrival order: snapshots never take more than one core,
+  and a terminal's messages apply in the order it sent them;
+- latest wins: while a terminal's snapshot of one kind waits, a newer one
+  replaces it, so a flood costs one parse, not one per message;
+- per terminal, ``burst`` snapshots at once, then one every ``refill``
+  seconds; later ones wait (and are coalesced), they are not lost;
+- at most ``max_pending_bytes`` wait in all; beyond that a new snapshot is
+  dropped with a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Coroutine
+import logging
+import time
+from typing import Any
+
+from .registry import Prepared, TerminalRegistry
+from .topics import Kind
+
+_LOGGER = logging.getLogger(__name__)
+
+DEFAULT_BURST = 10
+DEFAULT_REFILL = 6.0  # seconds per snapshot after the burst: 10 a minute
+MAX_PENDING_BYTES = 16 * 1024 * 1024
+KINDS = (Kind.SKILLS, Kind.INTENT_CATALOG)
+
+type RunBlocking = Callable[..., Awaitable[Any]]
+type Spawn = Callable[[Coroutine[Any, Any, None]], object]
+
+
+async def _to_thread(func: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(func, *args)
+
+
+def _spawn(coro: Coroutine[Any, Any, None]) -> object:
+    return asyncio.get_running_loop().create_task(coro)
+
+
+class SnapshotIngest:
+    """Feeds a registry its bodies' snapshots; see the module docstring."""
+
+    def __init__(
+        self,
+        registry: TerminalRegistry,
+        *,
+        run_blocking: RunBlocking = _to_thread,
+        spawn: Spawn = _spawn,
+        clock: Callable[[], float] = time.monotonic,
+        burst: int = DEFAULT_BURST,
+        refill: float = DEFAULT_REFILL,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
+    ) -> None:
+        """Apply to ``registry``; parse with ``run_blocking``, start work with ``spawn``."""
+        self._registry = registry
+        self._run_blocking = run_blocking
+        self._spawn = spawn
+        self._clock = clock
+        self.burst = burst
+        self.refill = refill
+        self.max_pending_bytes = max_pending_bytes
+        self._pending: OrderedDict[tuple[str, Kind], bytes | str] = OrderedDict()
+        self._pending_bytes = 0
+        # terminal id → (tokens, when counted)
+        self._tokens: dict[str, tuple[float, float]] = {}
+        self._running = False
+        self._stopped = False
+        self._wake: asyncio.TimerHandle | None = None
+        self.dropped = 0
+        self.coalesced = 0
+
+    @property
+    def pending(self) -> int:
+        """Return how many snapshots wait."""
+        return len(self._pending)
+
+    def submit(self, kind: Kind, terminal_id: str, payload: bytes | str) -> None:
+        """Queue a snapshot message (in the event loop); it applies soon."""
+        if self._stopped:
+            return
+        key = (terminal_id, kind)
+        size = len(payload)
+        previous = self._pending.get(key)
+        freed = 0 if previous is None else len(previous)
+        if self._pending_bytes - freed + size > self.max_pending_bytes:
+            self.dropped += 1
+            _LOGGER.warning(
+                "Dropped %s of terminal %s: %d bytes of snapshots already wait",
+                kind,
+                terminal_id,
+                self._pending_bytes,
+            )
+            return
+        if previous is not None:
+            self.coalesced += 1
+        self._pending[key] = payload
+        self._pending_bytes += size - freed
+        self._kick()
+
+    def stop(self) -> None:
+        """Stop: nothing more is parsed or applied."""
+        self._stopped = True
+        self._pending.clear()
+        self._pending_bytes = 0
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+
+    def _kick(self) -> None:
+        if not self._running and not self._stopped and self._pending:
+            self._running = True
+            self._spawn(self._drain())
+
+    def _take_token(self, terminal_id: str, now: float) -> float:
+        """Spend a token; return 0, or the seconds until one is available."""
+        tokens, since = self._tokens.get(terminal_id, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - since) / self.refill)
+        if tokens < 1:
+            self._tokens[terminal_id] = (tokens, now)
+            return (1 - tokens) * self.refill
+        self._tokens[terminal_id] = (tokens - 1, now)
+        return 0.0
+
+    def _next(self) -> tuple[tuple[str, Kind], bytes | str] | float:
+        """Return the first waiting snapshot whose terminal may go, or the wait."""
+        now = self._clock()
+        wait = float("inf")
+        for key in self._pending:
+            delay = self._take_token(key[0], now)
+            if delay == 0:
+                payload = self._pending.pop(key)
+                self._pending_bytes -= len(payload)
+                return key, payload
+            wait = min(wait, delay)
+        return wait
+
+    async def _drain(self) -> None:
+        try:
+            while not self._stopped and self._pending:
+                chosen = self._next()
+                if isinstance(chosen, float):
+                    loop = asyncio.get_running_loop()
+                    self._wake = loop.call_later(chosen, self._woken)
+                    return
+                (terminal_id, kind), payload = chosen
+                try:
+                    prepared: Prepared = await self._run_blocking(
+                        self._registry.prepare, kind, terminal_id, payload
+                    )
+                except Exception:
+                    _LOGGER.exception("Could not parse %s of %s", kind, terminal_id)
+                    continue
+                if not self._stopped:
+                    self._registry.apply(prepared)
+            self._forget_full_buckets()
+        finally:
+            self._running = False
+
+    def _woken(self) -> None:
+        self._wake = None
+        self._kick()
+
+    def _forget_full_buckets(self) -> None:
+        """Drop the token state of terminals that have refilled (bounded memory)."""
+        now = self._clock()
+        full = now - self.burst * self.refill
+        for terminal_id in [
+            t for t, (_n, since) in self._tokens.items() if since < full
+        ]:
+            del self._tokens[terminal_id]
