@@ -110,6 +110,9 @@ class Reply:
     status: int = 200
     error: str | None = None
     delay: float = 0.0
+    # Sent as the whole HTTP body instead of a completion (an HTML page, say).
+    raw: str | None = None
+    content_type: str = "text/html"
 
 
 @dataclass
@@ -139,6 +142,10 @@ class FakeOpenAI:
     ) -> None:
         """Queue a successful completion: text, tool calls, or both."""
         self._replies.append(Reply(content=content, tool_calls=tool_calls, delay=delay))
+
+    def raw(self, body: str, content_type: str = "text/html") -> None:
+        """Queue a 200 answer whose body is ``body``, not a completion."""
+        self._replies.append(Reply(raw=body, content_type=content_type))
 
     def fail(self, status: int, message: str = "scripted failure") -> None:
         """Queue an HTTP error for the next completion."""
@@ -250,6 +257,8 @@ class FakeOpenAI:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
             return self._error(reply.status, reply.error or "error")
+        if reply.raw is not None:
+            return web.Response(text=reply.raw, content_type=reply.content_type)
         model = body.get("model", DEFAULT_MODEL)
         finish = "tool_calls" if reply.tool_calls else "stop"
         if body.get("stream"):

@@ -119,7 +119,7 @@ async def test_malformed_json_gets_400(
     assert response.status == 400
     assert "not valid JSON" in (await response.json())["message"]
     response = await client.post(URL, data=b"x" * (600 * 1024))
-    assert response.status == 400
+    assert response.status == 413
     assert "larger than" in (await response.json())["message"]
 
 

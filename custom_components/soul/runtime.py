@@ -113,6 +113,7 @@ async def async_create_runtime(
         topics,
         bridge.async_publish,
         timeout=entry.options.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT),
+        run_blocking=hass.async_add_executor_job,
     )
     bridge.invoker = invoker
     store = DebouncedStore(hass, "souls")

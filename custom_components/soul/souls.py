@@ -41,7 +41,7 @@ from .core.emotion.dynamics import ExecMode, clamp_tick_interval
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
 from .core.registry import Change, Terminal
-from .core.souls import Soul, SoulError, SoulEvent, SoulHub
+from .core.souls import MAX_SOULS, Soul, SoulError, SoulEvent, SoulHub
 from .entity import find_device
 from .runtime import SoulConfigEntry
 
@@ -145,7 +145,12 @@ def async_add_soul(
     persona: str | None = None,
     user_id: str | None = None,
 ) -> Soul:
-    """Create a soul subentry now and return the soul (fields already validated)."""
+    """Create a soul subentry now and return the soul (fields already validated).
+
+    Raises ``SoulError`` when the hub already has ``MAX_SOULS`` souls.
+    """
+    if len(entry.runtime_data.souls.souls) >= MAX_SOULS:
+        raise SoulError(f"a Soul hub has at most {MAX_SOULS} souls")
     data = soul_data(name, mbti, persona, user_id)
     subentry = ConfigSubentry(
         data=MappingProxyType(data),

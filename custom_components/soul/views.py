@@ -1,43 +1,135 @@
-"""Soul's HTTP API under ``/api/soul/v1`` (Home Assistant authentication required)."""
+"""Soul's HTTP API under ``/api/soul/v1`` (Home Assistant authentication required).
+
+Every failure is a JSON answer with a documented code (docs/security.md):
+400 for invalid input, 401 for an action only an administrator may take
+(Home Assistant's ``require_admin``), 403 for acting for another user, on
+another user's session or as a read-only user, 404 for an unknown soul, 413
+for a body over 512 KiB, 503 while Soul is not set up. Bodies are read whole
+up to the limit, decoded as strict UTF-8 JSON without lone surrogates and at
+most 32 levels deep; large ones are decoded in the executor.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import partial, wraps
 from http import HTTPStatus
-import json
 from typing import Any
 
 from aiohttp import web
 from homeassistant.components.http import KEY_HASS, HomeAssistantView
+from homeassistant.components.http.decorators import require_admin
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 
-from .core.chat import ChatError
+from .access import principal_of_request
+from .core import untrusted
+from .core.access import AccessError
+from .core.chat import ChatError, SessionOwnerError
 from .core.emotion import analyze_emotion
-from .core.intent_filter import IntentFilterError, filter_intents
-from .core.souls import NoSoulError, SoulError, validate_soul_fields
+from .core.intent_filter import (
+    IntentFilterError,
+    cached_catalog,
+    filter_intents,
+    valid_timezone_name,
+)
+from .core.souls import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
 from .runtime import SoulConfigEntry
 from .services import find_loaded_entry, find_soul
+from .souls import async_add_soul, soul_as_dict
 
 MAX_TEXT = 4096
-
+MAX_ID = 128
 MAX_BODY = 512 * 1024  # a catalog of 256 intents fits comfortably
 
 
-def _error(message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST) -> web.Response:
-    return web.json_response({"message": message}, status=status)
+class _HttpError(Exception):
+    """An answer other than 200: a status and a message."""
+
+    def __init__(self, message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST):
+        super().__init__(message)
+        self.status = status
+
+
+def _error(
+    message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST, key: str = "message"
+) -> web.Response:
+    return web.json_response({key: message}, status=status)
+
+
+def _answers(key: str = "message") -> Callable:
+    """Turn the errors of a handler into JSON answers (``{key: message}``)."""
+
+    def decorate(
+        handler: Callable[..., Awaitable[web.Response]],
+    ) -> Callable[..., Awaitable[web.Response]]:
+        @wraps(handler)
+        async def answer(
+            view: HomeAssistantView, request: web.Request, *args: Any
+        ) -> web.Response:
+            try:
+                return await handler(view, request, *args)
+            except _HttpError as err:
+                return _error(str(err), err.status, key)
+            except (AccessError, SessionOwnerError) as err:
+                return _error(str(err), HTTPStatus.FORBIDDEN, key)
+            except (untrusted.UntrustedInputError, ValueError) as err:
+                return _error(str(err), HTTPStatus.BAD_REQUEST, key)
+
+        return answer
+
+    return decorate
 
 
 async def _json_body(request: web.Request) -> Any:
-    """Return the request's JSON, or raise ``ValueError`` with a message."""
+    """Return the request's JSON, read whole (up to ``MAX_BODY``)."""
     if request.content_length is not None and request.content_length > MAX_BODY:
-        raise ValueError(f"request body larger than {MAX_BODY} bytes")
-    raw = await request.content.read(MAX_BODY + 1)
-    if len(raw) > MAX_BODY:
-        raise ValueError(f"request body larger than {MAX_BODY} bytes")
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"request body is not valid JSON: {err}") from None
+        raise _HttpError(
+            f"request body larger than {MAX_BODY} bytes",
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _HttpError(
+                f"request body larger than {MAX_BODY} bytes",
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            )
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    decode = partial(untrusted.loads, raw, max_bytes=MAX_BODY, what="request body")
+    if size > untrusted.LOOP_JSON_BYTES:
+        return await request.app[KEY_HASS].async_add_executor_job(decode)
+    return decode()
+
+
+async def _json_object(request: web.Request) -> dict[str, Any]:
+    """Return the request's JSON object."""
+    body = await _json_body(request)
+    if not isinstance(body, dict):
+        raise _HttpError("the request body must be a JSON object")
+    return body
+
+
+def _loaded(hass: HomeAssistant) -> SoulConfigEntry:
+    """Return the loaded hub entry, or answer 503."""
+    if (entry := find_loaded_entry(hass)) is None:
+        raise _HttpError("Soul is not set up", HTTPStatus.SERVICE_UNAVAILABLE)
+    return entry
+
+
+def _required_str(body: dict[str, Any], key: str, max_length: int = MAX_ID) -> str:
+    if not isinstance(value := body.get(key), str) or not value.strip():
+        raise _HttpError(f"{key} must be a non-empty string")
+    return untrusted.text(value, key, max_length=max_length)
+
+
+def _optional_str(
+    body: dict[str, Any], key: str, max_length: int = MAX_ID
+) -> str | None:
+    return untrusted.optional_text(body.get(key), key, max_length=max_length)
 
 
 class IntentFilterView(HomeAssistantView):
@@ -46,131 +138,100 @@ class IntentFilterView(HomeAssistantView):
     The body is a §4.4.1 request. Soul's extensions: ``now``, ``timezone``
     (default: Home Assistant's), ``locale``, and ``terminal_id`` — with it the
     terminal's cached ``intent_catalog`` is used when the body has none, and the
-    decision is recorded on the terminal.
+    decision is recorded on the terminal (not for read-only users). A catalog
+    in the body is compiled in the executor.
     """
 
     url = "/api/soul/v1/intents/filter"
     name = "api:soul:intents:filter"
     requires_auth = True
 
+    @_answers()
     async def post(self, request: web.Request) -> web.Response:
         """Filter one command."""
         hass = request.app[KEY_HASS]
-        try:
-            body = await _json_body(request)
-        except ValueError as err:
-            return _error(str(err))
-        if not isinstance(body, dict):
-            return _error("the request body must be a JSON object")
+        principal = principal_of_request(request)
+        body = await _json_object(request)
         tz_name = body.get("timezone") or hass.config.time_zone
-        if isinstance(tz_name, str):
-            # Loads the zone file in the executor once; the engine then finds it cached.
-            await dt_util.async_get_time_zone(tz_name)
-        terminal_id = body.get("terminal_id")
+        if not valid_timezone_name(tz_name):
+            raise _HttpError("timezone must be an IANA time zone name")
+        # Loads the zone file in the executor once; the engine then finds it cached.
+        await dt_util.async_get_time_zone(tz_name)
         try:
+            if (entries := body.get("intent_catalog")) is not None:
+                await hass.async_add_executor_job(cached_catalog, entries)
+            terminal_id = body.get("terminal_id")
             if terminal_id is None:
-                response = filter_intents(body, default_timezone=hass.config.time_zone)
-            else:
-                if not isinstance(terminal_id, str):
-                    return _error("terminal_id must be a string")
-                if (entry := find_loaded_entry(hass)) is None:
-                    return _error("Soul is not set up", HTTPStatus.SERVICE_UNAVAILABLE)
-                response = entry.runtime_data.registry.filter_command(
-                    terminal_id, body, default_timezone=hass.config.time_zone
+                return self.json(
+                    filter_intents(body, default_timezone=hass.config.time_zone)
                 )
+            if not isinstance(terminal_id, str):
+                raise _HttpError("terminal_id must be a string")
+            principal.require_control("record a decision on a body")
+            response = _loaded(hass).runtime_data.registry.filter_command(
+                terminal_id, body, default_timezone=hass.config.time_zone
+            )
         except IntentFilterError as err:
-            return _error(str(err))
+            raise _HttpError(str(err)) from None
         return self.json(response)
-
-
-def _loaded(hass: HomeAssistant) -> SoulConfigEntry:
-    """Return the loaded hub entry or raise ``_NotLoadedError``."""
-    if (entry := find_loaded_entry(hass)) is None:
-        raise _NotLoadedError
-    return entry
-
-
-class _NotLoadedError(Exception):
-    """Soul is not loaded."""
-
-
-async def _json_object(request: web.Request) -> dict[str, Any]:
-    """Return the request's JSON object, or raise ``ValueError`` with a message."""
-    body = await _json_body(request)
-    if not isinstance(body, dict):
-        raise ValueError("the request body must be a JSON object")  # noqa: TRY004
-    return body
-
-
-def _required_str(body: dict[str, Any], key: str) -> str:
-    if not isinstance(value := body.get(key), str) or not value.strip():
-        raise ValueError(f"{key} must be a non-empty string")
-    return value
-
-
-def _optional_str(body: dict[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{key} must be a string")
-    return value or None
 
 
 class SoulsView(HomeAssistantView):
     """``GET /api/soul/v1/souls`` lists souls; ``POST`` creates one (§4.1).
 
-    ``GET`` takes an optional ``user_id`` query parameter. ``POST`` takes
-    ``name`` and ``mbti_type`` (and optionally ``persona`` and ``user_id``,
-    which defaults to the calling Home Assistant user); it answers 201 with the
-    soul, which is a new subentry of the Soul hub.
+    ``GET`` lists the caller's souls and the shared ones (no owner); an
+    administrator sees all, or one user's with ``?user_id=``. ``POST`` is for
+    administrators: ``name`` and ``mbti_type`` (and optionally ``persona`` and
+    ``user_id``, which defaults to the caller); it answers 201 with the soul,
+    a new subentry of the Soul hub.
     """
 
     url = "/api/soul/v1/souls"
     name = "api:soul:souls"
     requires_auth = True
 
+    @_answers()
     async def get(self, request: web.Request) -> web.Response:
-        """List the souls, optionally those of one user."""
-        from .souls import soul_as_dict  # noqa: PLC0415
-
-        try:
-            entry = _loaded(request.app[KEY_HASS])
-        except _NotLoadedError:
-            return _error("Soul is not set up", HTTPStatus.SERVICE_UNAVAILABLE)
+        """List the souls the caller may see."""
+        principal = principal_of_request(request)
+        entry = _loaded(request.app[KEY_HASS])
         hub = entry.runtime_data.souls
-        user_id = request.query.get("user_id")
+        requested = untrusted.optional_text(
+            request.query.get("user_id"), "user_id", max_length=MAX_ID
+        )
+        user_id = principal.acting_for(requested)
         souls = [
             soul_as_dict(hub, soul)
             for soul in hub.souls.values()
-            if user_id is None or soul.user_id == user_id
+            if (principal.is_admin and requested is None)
+            or soul.user_id == user_id
+            or (soul.user_id is None and requested is None)
         ]
         return self.json({"souls": souls})
 
+    @require_admin
+    @_answers()
     async def post(self, request: web.Request) -> web.Response:
         """Create a soul."""
-        from .souls import async_add_soul, soul_as_dict  # noqa: PLC0415
-
         hass = request.app[KEY_HASS]
+        principal = principal_of_request(request)
+        body = await _json_object(request)
         try:
-            body = await _json_object(request)
             validate_soul_fields(
                 body.get("name"), body.get("mbti_type"), body.get("persona")
             )
-            user_id = _optional_str(body, "user_id")
+            user_id = _optional_str(body, "user_id") or principal.user_id
             entry = _loaded(hass)
-        except (ValueError, SoulError) as err:
-            return _error(str(err))
-        except _NotLoadedError:
-            return _error("Soul is not set up", HTTPStatus.SERVICE_UNAVAILABLE)
-        if user_id is None and (user := request.get("hass_user")) is not None:
-            user_id = user.id
-        soul = async_add_soul(
-            hass,
-            entry,
-            name=body["name"],
-            mbti=body["mbti_type"],
-            persona=body.get("persona"),
-            user_id=user_id,
-        )
+            soul = async_add_soul(
+                hass,
+                entry,
+                name=body["name"],
+                mbti=body["mbti_type"],
+                persona=body.get("persona"),
+                user_id=user_id,
+            )
+        except SoulError as err:
+            raise _HttpError(str(err)) from None
         return self.json(
             soul_as_dict(entry.runtime_data.souls, soul), HTTPStatus.CREATED
         )
@@ -179,34 +240,30 @@ class SoulsView(HomeAssistantView):
 class SelectSoulView(HomeAssistantView):
     """``POST /api/soul/v1/souls/select``: bind a terminal to a soul (§4.1).
 
-    Body: ``terminal_id`` (the body may not have connected yet) and
-    ``soul_id`` (a soul's id, or the name of exactly one soul).
+    For administrators. Body: ``terminal_id`` (the body may not have
+    connected yet) and ``soul_id`` (a soul's id, or the name of exactly one
+    soul).
     """
 
     url = "/api/soul/v1/souls/select"
     name = "api:soul:souls:select"
     requires_auth = True
 
+    @require_admin
+    @_answers()
     async def post(self, request: web.Request) -> web.Response:
         """Bind the terminal."""
-        from .souls import soul_as_dict  # noqa: PLC0415
-
-        try:
-            body = await _json_object(request)
-            terminal_id = _required_str(body, "terminal_id")
-            soul_key = _required_str(body, "soul_id")
-            entry = _loaded(request.app[KEY_HASS])
-        except ValueError as err:
-            return _error(str(err))
-        except _NotLoadedError:
-            return _error("Soul is not set up", HTTPStatus.SERVICE_UNAVAILABLE)
+        body = await _json_object(request)
+        terminal_id = _required_str(body, "terminal_id")
+        soul_key = _required_str(body, "soul_id", MAX_NAME_LENGTH * 2)
+        entry = _loaded(request.app[KEY_HASS])
         hub = entry.runtime_data.souls
         if (soul := find_soul(hub, soul_key)) is None:
-            return _error(f"unknown soul_id {soul_key!r}", HTTPStatus.NOT_FOUND)
+            raise _HttpError(f"unknown soul_id {soul_key!r}", HTTPStatus.NOT_FOUND)
         try:
             hub.bind(terminal_id, soul.soul_id)
         except SoulError as err:
-            return _error(str(err))
+            raise _HttpError(str(err)) from None
         return self.json({"terminal_id": terminal_id, "soul": soul_as_dict(hub, soul)})
 
 
@@ -217,35 +274,36 @@ class EmotionAnalyzeView(HomeAssistantView):
     extension: with ``terminal_id`` (and optional ``session_id``) the text
     counts as that body's user turn — its soul's emotion moves, an
     ``emotion_update`` is published, and the response adds ``soul_emotion``,
-    ``exec_probability`` and ``exec_mode``.
+    ``exec_probability`` and ``exec_mode`` (not for read-only users).
     """
 
     url = "/api/soul/v1/emotion/analyze"
     name = "api:soul:emotion:analyze"
     requires_auth = True
 
+    @_answers()
     async def post(self, request: web.Request) -> web.Response:
         """Analyse one text."""
-        try:
-            body = await _json_object(request)
-            text = _required_str(body, "text")
-            if len(text) > MAX_TEXT:
-                return _error(f"text must be at most {MAX_TEXT} characters")
-            terminal_id = _optional_str(body, "terminal_id")
-            session_id = _optional_str(body, "session_id") or "emotion_analyze"
-        except ValueError as err:
-            return _error(str(err))
+        principal = principal_of_request(request)
+        body = await _json_object(request)
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise _HttpError("text must be a non-empty string")
+        if len(text) > MAX_TEXT:
+            raise _HttpError(f"text must be at most {MAX_TEXT} characters")
+        untrusted.text(text, "text", max_length=MAX_TEXT, multiline=True)
+        terminal_id = _optional_str(body, "terminal_id")
+        session_id = _optional_str(body, "session_id") or "emotion_analyze"
         if terminal_id is None:
             return self.json(analyze_emotion(text))
+        principal.require_control("move a soul's emotion")
+        entry = _loaded(request.app[KEY_HASS])
         try:
-            entry = _loaded(request.app[KEY_HASS])
             user_emotion, snapshot = await entry.runtime_data.souls.user_turn(
                 terminal_id, text, session_id
             )
-        except _NotLoadedError:
-            return _error("Soul is not set up", HTTPStatus.SERVICE_UNAVAILABLE)
         except NoSoulError as err:
-            return _error(str(err))
+            raise _HttpError(str(err)) from None
         return self.json(
             {
                 **user_emotion,
@@ -260,34 +318,33 @@ class EmotionAnalyzeView(HomeAssistantView):
 class ChatView(HomeAssistantView):
     """``POST /api/soul/v1/chat``: one chat turn (§4.2).
 
-    The body is a §4.2.1 request; ``user_id`` defaults to the calling Home
-    Assistant user. Refusals are 400 ``{"error": …}`` as in §4.3.
+    The body is a §4.2.1 request; ``user_id`` is the caller (an administrator
+    may name another user). A session belongs to its user. Refusals are
+    ``{"error": …}``: 400 as in §4.3, 403 for another user's session or a
+    read-only caller.
     """
 
     url = "/api/soul/v1/chat"
     name = "api:soul:chat"
     requires_auth = True
 
+    @_answers("error")
     async def post(self, request: web.Request) -> web.Response:
         """Run the turn."""
-        try:
-            body = await _json_object(request)
-            entry = _loaded(request.app[KEY_HASS])
-        except ValueError as err:
-            return web.json_response({"error": str(err)}, status=HTTPStatus.BAD_REQUEST)
-        except _NotLoadedError:
-            return web.json_response(
-                {"error": "Soul is not set up"}, status=HTTPStatus.SERVICE_UNAVAILABLE
-            )
-        if (
-            body.get("user_id") is None
-            and (user := request.get("hass_user")) is not None
-        ):
-            body["user_id"] = user.id
+        principal = principal_of_request(request)
+        principal.require_control("chat with a soul")
+        body = await _json_object(request)
+        entry = _loaded(request.app[KEY_HASS])
+        requested = untrusted.optional_text(
+            body.get("user_id"), "user_id", max_length=MAX_ID
+        )
+        body["user_id"] = principal.acting_for(requested)
         try:
             response = await entry.runtime_data.chat.chat(body)
+        except SessionOwnerError:
+            raise
         except ChatError as err:
-            return web.json_response({"error": str(err)}, status=HTTPStatus.BAD_REQUEST)
+            raise _HttpError(str(err)) from None
         return self.json(response)
 
 

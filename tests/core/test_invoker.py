@@ -155,7 +155,8 @@ async def test_unknown_and_malformed_results_are_dropped(
     bus: Bus, caplog: pytest.LogCaptureFixture
 ) -> None:
     task = asyncio.create_task(bus.invoker.invoke(T, "control_light", {"mode": "on"}))
-    await asyncio.sleep(0)
+    while not bus.published:  # the arguments are checked in a thread first
+        await asyncio.sleep(0.001)
     bus.invoker.handle_result(T, "nope", "{}")
     bus.invoker.handle_result(
         "other", "r1", json.dumps({"request_id": "r1", "ok": True})

@@ -10,6 +10,7 @@ from custom_components.soul.core.llm import (
     LLMAuthError,
     LLMConnectionError,
     LLMEndpoint,
+    LLMResponseError,
     OpenAICompatibleLLM,
 )
 from devtools.broker import free_port
@@ -74,3 +75,24 @@ async def test_verify_falls_back_to_completion(
 
 def test_endpoint_repr_hides_key() -> None:
     assert "sk-secret" not in repr(LLMEndpoint("http://x/v1", "m", "sk-secret"))
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("<html><body>502 Bad Gateway</body></html>", "text/html"),
+        ('{"choices": "nope"}', "application/json"),
+        ('{"choices": [{"message": {"content": 5}}]}', "application/json"),
+        ("[]", "application/json"),
+    ],
+)
+async def test_a_page_that_is_no_completion_is_a_response_error(
+    fake_llm: FakeOpenAI,
+    make_llm: Callable[..., OpenAICompatibleLLM],
+    body: str,
+    content_type: str,
+) -> None:
+    """Issue 13: a 200 with an HTML page became a 500 of Soul's chat."""
+    fake_llm.raw(body, content_type)
+    with pytest.raises(LLMResponseError):
+        await make_llm(fake_llm.base_url).chat([{"role": "user", "content": "hi"}])

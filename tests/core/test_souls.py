@@ -11,6 +11,8 @@ from custom_components.soul.core.emotion.dynamics import ExecMode
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.core.protocol import SYSTEM_DECAY_TICK
 from custom_components.soul.core.souls import (
+    HINT_SOUL_INTERVAL,
+    MAX_SOULS,
     HintDecision,
     NoSoulError,
     Soul,
@@ -159,9 +161,11 @@ def test_soul_hint_first_connection_only() -> None:
     assert hub.first_connection("t1", "friendly") is None  # second connection
     assert hub.first_connection("t2", "intj") == HintDecision(soul_id="s2")
     assert hub.first_connection("t3", "ENTP") == HintDecision(name="ENTP", mbti="ENTP")
+    env.clock.now += HINT_SOUL_INTERVAL  # new souls from hints: one a minute
     assert hub.first_connection("t4", "cheerful") == HintDecision(
         name="cheerful", mbti="ENFP"
     )
+    env.clock.now += HINT_SOUL_INTERVAL
     assert hub.first_connection("t5", "grumpy") == HintDecision(
         name="grumpy", mbti="ENFP"
     )
@@ -275,3 +279,21 @@ async def test_listener_errors_do_not_break_ticks(
     assert "Error in a soul listener" in caplog.text
     unsubscribe()
     assert len(env.events) == 1
+
+
+def test_bodies_cannot_flood_the_configuration_with_souls() -> None:
+    """A new soul from a hint at most once a minute, and never past MAX_SOULS."""
+    env = Env()
+    hub = env.hub
+    hub.set_souls([])
+    assert hub.first_connection("t0", "hint-0") is not None
+    refused = [hub.first_connection(f"t{n}", f"hint-{n}") for n in range(1, 50)]
+    assert refused == [None] * 49
+    # A refused body tries again on a later connection.
+    env.clock.now += HINT_SOUL_INTERVAL
+    assert hub.first_connection("t1", "hint-1") == HintDecision(
+        name="hint-1", mbti="ENFP"
+    )
+    hub.set_souls([Soul(f"s{n}", f"S{n}", "ENFP") for n in range(MAX_SOULS)])
+    env.clock.now += HINT_SOUL_INTERVAL
+    assert hub.first_connection("t2", "another") is None

@@ -29,6 +29,7 @@ import re
 from typing import Any, Protocol
 import uuid
 
+from . import untrusted
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
 from .intent_filter.text import detect_locale
@@ -39,7 +40,7 @@ from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, status_payload, utc_ts
 from .registry import TerminalRegistry
 from .souls import NoSoulError, SoulHub
-from .topics import Kind, Publish, Topics, publish_to
+from .topics import Kind, Publish, Topics, publish_to, valid_terminal_id
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -55,7 +56,13 @@ KNOWN_TYPES = TEXT_TYPES | {
 MAX_INPUTS = 32
 MAX_TEXT = 4096
 MAX_ID = 128
+MAX_CONTEXT_ITEM_BYTES = 4096  # one non-text input kept as context
+MAX_REPLY = 4096  # a model's reply as stored and returned
+MAX_TOOL_CALLS = 8  # tool calls run per model round
+MAX_TOOL_MESSAGE = 16 * 1024  # a tool result as the model reads it
+MAX_ARGUMENTS_BYTES = 64 * 1024
 MAX_TURNS = 20
+MAX_SESSION_CHARS = 16 * 1024  # a stored transcript, oldest turns dropped first
 MAX_SESSIONS = 256
 DEFAULT_MAX_ROUNDS = 3
 IDLE_SECONDS = 180.0  # §2 step 12: a session idle this long is summarised
@@ -100,6 +107,10 @@ class ChatError(ValueError):
     """A request the pipeline refuses; ``str()`` is the §4.3 ``error``."""
 
 
+class SessionOwnerError(ChatError):
+    """The session belongs to another user (HTTP 403)."""
+
+
 class ChatModel(Protocol):
     """The language model: ``OpenAICompatibleLLM`` or a test double."""
 
@@ -137,9 +148,10 @@ def _id(body: Mapping[str, Any], key: str, *, required: bool) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise ChatError(f"{key} is required")
-    if len(value) > MAX_ID:
-        raise ChatError(f"{key} must be at most {MAX_ID} characters")
-    return value
+    try:
+        return untrusted.text(value, key, max_length=MAX_ID)
+    except untrusted.UntrustedInputError as err:
+        raise ChatError(str(err)) from None
 
 
 def parse_chat_request(body: Any) -> ChatRequest:
@@ -148,6 +160,11 @@ def parse_chat_request(body: Any) -> ChatRequest:
         raise ChatError("the request body must be a JSON object")
     session_id = _id(body, "session_id", required=True)
     terminal_id = _id(body, "terminal_id", required=True)
+    if terminal_id is not None and not valid_terminal_id(terminal_id):
+        raise ChatError(
+            "terminal_id must be 1-64 characters of A-Z a-z 0-9 _ . : - "
+            "(starting with a letter or digit)"
+        )
     inputs = body.get("inputs")
     if not isinstance(inputs, list) or not inputs:
         raise ChatError("inputs is required and must be a non-empty array")
@@ -161,8 +178,23 @@ def parse_chat_request(body: Any) -> ChatRequest:
         kind = item.get("type")
         text = item.get("text")
         if kind in TEXT_TYPES and isinstance(text, str) and text.strip():
+            if len(text) > MAX_TEXT:
+                raise ChatError(f"the text must be at most {MAX_TEXT} characters")
+            try:
+                untrusted.text(text, "the text", max_length=MAX_TEXT, multiline=True)
+            except untrusted.UntrustedInputError as err:
+                raise ChatError(str(err)) from None
             texts.append(text.strip())
         elif kind in KNOWN_TYPES:
+            try:
+                untrusted.check_json(
+                    item,
+                    max_bytes=MAX_CONTEXT_ITEM_BYTES,
+                    max_depth=8,
+                    what=f"a {kind} input",
+                )
+            except untrusted.UntrustedInputError as err:
+                raise ChatError(str(err)) from None
             context.append(dict(item))
     text = "\n".join(texts)
     if not text:
@@ -207,6 +239,13 @@ class Session:
     # ``last_user_at`` of the turn the summary covers (0: none yet).
     summarized_for: float = 0.0
 
+    def add_turn(self, role: str, content: str) -> None:
+        """Append a turn; the transcript keeps within ``MAX_SESSION_CHARS``."""
+        self.turns.append({"role": role, "content": content[:MAX_TEXT]})
+        total = sum(len(t["content"]) for t in self.turns)
+        while total > MAX_SESSION_CHARS and len(self.turns) > 1:
+            total -= len(self.turns.popleft()["content"])
+
     def idle(self, now: float) -> bool:
         """Return whether the session has been idle long enough and is unsummarised."""
         return (
@@ -240,11 +279,11 @@ class Session:
                 summary=str(data.get("summary", "")),
                 summarized_for=float(data.get("summarized_for", 0.0)),
             )
-            session.turns.extend(
-                {"role": str(t["role"]), "content": str(t["content"])}
-                for t in data.get("turns", [])
-                if t.get("role") in ("user", "assistant")
-            )
+            for turn in data.get("turns", []):
+                if turn.get("role") in ("user", "assistant"):
+                    session.add_turn(
+                        turn["role"], untrusted.clean(turn["content"], MAX_TEXT)
+                    )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return session
@@ -270,6 +309,7 @@ _PHRASES = {
         "no_model": "没有语言模型，我没法思考这个问题。",
         "model_failed": "我刚才走神了，没能想好，请再说一次。",
         "invalid": "我听懂了，但这个指令的参数不对，没法执行。",
+        "unreachable": "我现在联系不上身体，没能执行。",
     },
     "en": {
         "done": "Okay.",
@@ -279,6 +319,7 @@ _PHRASES = {
         "no_model": "I can't think about that without a language model.",
         "model_failed": "My mind wandered and I couldn't think that through; please say it again.",
         "invalid": "I understood, but the command's arguments are not valid, so I can't run it.",
+        "unreachable": "I can't reach my body right now, so I couldn't do that.",
     },
 }
 
@@ -414,6 +455,11 @@ class ChatPipeline:
         ``extra_tools`` are offered to the model next to the body's skills.
         """
         request = parse_chat_request(body)
+        existing = self.sessions.get(request.session_id)
+        if existing is not None and existing.user_id != request.user_id:
+            raise SessionOwnerError(
+                f"session {request.session_id!r} belongs to another user"
+            )
         soul = self._souls.soul_of(request.terminal_id)
         if soul is None and request.soul_id and self._souls.soul(request.soul_id):
             self._souls.bind(request.terminal_id, request.soul_id)
@@ -421,7 +467,7 @@ class ChatPipeline:
         if soul is None:
             raise ChatError(NO_SOUL_ERROR)
         session = self._session(request, soul.soul_id)
-        session.turns.append({"role": "user", "content": request.text})
+        session.add_turn("user", request.text)
         session.context.extend(request.context)
         session.last_user_at = self._clock()
         try:
@@ -438,12 +484,14 @@ class ChatPipeline:
             intents, session.pending = session.pending, []
             await self._send_intents(result, intents)
             result.decision = "execute_intents"
+            if result.unreachable:
+                result.reply = _phrase(request.text, "unreachable")
         else:
             session.pending = []
             await self._route(result)
-        reply = normalize_reply(result.reply)
+        reply = untrusted.clean(normalize_reply(result.reply), MAX_REPLY)
         if reply:
-            session.turns.append({"role": "assistant", "content": reply})
+            session.add_turn("assistant", reply)
         self.last_route = result.route
         return {
             "session_id": request.session_id,
@@ -525,7 +573,9 @@ class ChatPipeline:
             turn.reply = _phrase(turn.request.text, "confirm", what)
         else:
             await self._send_intents(turn, valid)
-            turn.reply = _phrase(turn.request.text, "done")
+            turn.reply = _phrase(
+                turn.request.text, "unreachable" if turn.unreachable else "done"
+            )
 
     def _action_intent(
         self, terminal_id: str, intent: dict[str, Any]
@@ -571,15 +621,22 @@ class ChatPipeline:
             exec_probability=turn.exec_probability,
             ts=utc_ts(self._clock()),
         )
-        await publish_to(
-            self._publish,
-            self._topics,
-            request.terminal_id,
-            Kind.INTENT_ACTION,
-            json.dumps(payload, ensure_ascii=False),
-        )
-        turn.executed.extend(str(i["normalized"]["skill"]) for i in intents)
         turn.route = "intent"
+        try:
+            await publish_to(
+                self._publish,
+                self._topics,
+                request.terminal_id,
+                Kind.INTENT_ACTION,
+                json.dumps(payload, ensure_ascii=False),
+            )
+        except Exception as err:  # noqa: BLE001 - the broker is down: say so in character
+            _LOGGER.warning(
+                "Could not publish intent_action to %s: %s", request.terminal_id, err
+            )
+            turn.unreachable = True
+            return
+        turn.executed.extend(str(i["normalized"]["skill"]) for i in intents)
 
     # -- fallback_reasoning -----------------------------------------------------
 
@@ -624,20 +681,22 @@ class ChatPipeline:
                 return
             for key, value in answer.usage.items():
                 self.usage[key] = self.usage.get(key, 0) + value
+            content = untrusted.clean(answer.content, MAX_REPLY)
             if not answer.tool_calls:
-                turn.reply = answer.content or ""
+                turn.reply = content
                 return
+            calls = answer.tool_calls[:MAX_TOOL_CALLS]
             messages.append(
                 {
                     "role": "assistant",
-                    "content": answer.content,
+                    "content": content,
                     "tool_calls": [
                         {
                             "id": c.call_id,
                             "type": "function",
                             "function": {"name": c.name, "arguments": c.arguments},
                         }
-                        for c in answer.tool_calls
+                        for c in calls
                     ],
                 }
             )
@@ -647,22 +706,25 @@ class ChatPipeline:
                     {
                         "role": "tool",
                         "tool_call_id": call.call_id,
-                        "content": json.dumps(
-                            await self._tool(turn, call), ensure_ascii=False
-                        ),
+                        "content": _tool_message(await self._tool(turn, call)),
                     }
-                    for call in answer.tool_calls
+                    for call in calls
                 ]
             )
-            turn.reply = answer.content or ""
+            turn.reply = content
         # Out of rounds: the last text the model gave, if any.
 
     async def _tool(self, turn: _Turn, call: Any) -> dict[str, Any]:
         """Run one tool call; every failure becomes a result the model can read."""
         try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError as err:
-            return {"ok": False, "error": f"arguments are not valid JSON: {err}"}
+            arguments = untrusted.loads(
+                call.arguments or "{}",
+                max_bytes=MAX_ARGUMENTS_BYTES,
+                max_depth=16,
+                what="the arguments",
+            )
+        except untrusted.UntrustedInputError as err:
+            return {"ok": False, "error": str(err)}
         if not isinstance(arguments, dict):
             return {"ok": False, "error": "arguments must be a JSON object"}
         if call.name == RECALL_TOOL and self.memory is not None:
@@ -762,6 +824,14 @@ class ChatPipeline:
         return "\n".join(lines)
 
 
+def _tool_message(result: dict[str, Any]) -> str:
+    """Return a tool's result as the model reads it: JSON, cut to a size."""
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) > MAX_TOOL_MESSAGE:
+        text = text[:MAX_TOOL_MESSAGE] + " …(cut)"
+    return text
+
+
 @dataclass
 class _Turn:
     """What one turn has found and done so far."""
@@ -776,3 +846,4 @@ class _Turn:
     route: str = "no_action"
     reply: str = ""
     executed: list[str] = field(default_factory=list)
+    unreachable: bool = False  # publishing to the body failed

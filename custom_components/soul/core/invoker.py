@@ -8,6 +8,7 @@ import logging
 from typing import Any
 import uuid
 
+from . import untrusted
 from .protocol import (
     InvokeResult,
     ProtocolError,
@@ -22,6 +23,11 @@ _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 8.0
 TIMEOUT_ERROR = "timeout"
+MAX_ARGUMENTS_BYTES = 64 * 1024
+
+
+async def _to_thread(func: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(func, *args)
 
 
 class InvokeError(Exception):
@@ -59,6 +65,12 @@ class InvalidArgumentsError(InvokeError):
     key = "invalid_arguments"
 
 
+class PublishFailedError(InvokeError):
+    """The invocation could not be published (the broker is unreachable)."""
+
+    key = "publish_failed"
+
+
 class Invoker:
     """Sends invocations and pairs them with their results."""
 
@@ -70,8 +82,15 @@ class Invoker:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        run_blocking: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
-        """Invoke skills of ``registry``'s terminals through ``publish``."""
+        """Invoke skills of ``registry``'s terminals through ``publish``.
+
+        Arguments are checked against the schema with ``run_blocking`` (Home
+        Assistant's executor): a hostile schema or argument set never holds
+        the event loop.
+        """
+        self._run_blocking = run_blocking or _to_thread
         self._registry = registry
         self._topics = topics
         self._publish = publish
@@ -113,7 +132,16 @@ class Invoker:
                 terminal=terminal_id,
                 skill=skill_name,
             )
-        if errors := skill.argument_errors(dict(arguments)):
+        try:
+            untrusted.check_json(
+                arguments, max_bytes=MAX_ARGUMENTS_BYTES, what="the arguments"
+            )
+        except untrusted.UntrustedInputError as err:
+            raise InvalidArgumentsError(
+                str(err), skill=skill_name, errors=str(err)
+            ) from None
+        errors = await self._run_blocking(skill.argument_errors, dict(arguments))
+        if errors:
             raise InvalidArgumentsError(
                 f"invalid arguments for {skill_name}: {'; '.join(errors)}",
                 skill=skill_name,
@@ -127,12 +155,19 @@ class Invoker:
         self._pending[key] = future
         try:
             qos, retain = QOS_RETAIN[Kind.INVOKE]
-            await self._publish(
-                self._topics.topic(terminal_id, Kind.INVOKE, request_id),
-                invoke_payload(request_id, skill_name, arguments),
-                qos,
-                retain,
-            )
+            try:
+                await self._publish(
+                    self._topics.topic(terminal_id, Kind.INVOKE, request_id),
+                    invoke_payload(request_id, skill_name, arguments),
+                    qos,
+                    retain,
+                )
+            except Exception as err:  # noqa: BLE001 - whatever the transport raised
+                _LOGGER.warning("Could not publish invoke to %s: %s", terminal_id, err)
+                raise PublishFailedError(
+                    f"could not reach terminal {terminal_id}: {err}",
+                    terminal=terminal_id,
+                ) from None
             async with asyncio.timeout(self.timeout if timeout is None else timeout):
                 return await future
         except TimeoutError:

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 # and the openai client refuses to start without one.
 NO_API_KEY = "no-api-key"
 VERIFY_TIMEOUT = 10.0
+MAX_CALL_ID = 128
+MAX_TOOL_NAME = 128
 
 
 class LLMError(Exception):
@@ -136,18 +138,36 @@ class OpenAICompatibleLLM:
             raise LLMAuthError(str(err)) from err
         except openai.OpenAIError as err:
             raise LLMConnectionError(str(err)) from err
-        if not completion.choices:
-            raise LLMResponseError("the completion has no choices")
-        message = completion.choices[0].message
-        calls = tuple(
-            ToolCall(call.id, call.function.name, call.function.arguments or "")
-            for call in message.tool_calls or ()
-            if getattr(call, "function", None) is not None
+        try:
+            return _reply(completion)
+        except (AttributeError, TypeError, ValueError, IndexError) as err:
+            # An HTML page, a proxy's error text, a truncated object…
+            raise LLMResponseError(
+                f"the endpoint did not answer with a chat completion ({type(err).__name__})"
+            ) from None
+
+
+def _reply(completion: Any) -> ModelReply:
+    """Return the usable part of a completion; raise for anything else."""
+    if not completion.choices:
+        raise LLMResponseError("the completion has no choices")
+    message = completion.choices[0].message
+    content = message.content
+    if content is not None and not isinstance(content, str):
+        raise TypeError("content")
+    calls = tuple(
+        ToolCall(
+            str(call.id or "")[:MAX_CALL_ID],
+            str(call.function.name or "")[:MAX_TOOL_NAME],
+            call.function.arguments if isinstance(call.function.arguments, str) else "",
         )
-        usage = {}
-        if completion.usage is not None:
-            usage = {
-                "prompt_tokens": completion.usage.prompt_tokens or 0,
-                "completion_tokens": completion.usage.completion_tokens or 0,
-            }
-        return ModelReply(message.content, calls, usage)
+        for call in message.tool_calls or ()
+        if getattr(call, "function", None) is not None
+    )
+    usage = {}
+    if completion.usage is not None:
+        usage = {
+            "prompt_tokens": int(completion.usage.prompt_tokens or 0),
+            "completion_tokens": int(completion.usage.completion_tokens or 0),
+        }
+    return ModelReply(content, calls, usage)

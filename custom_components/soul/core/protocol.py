@@ -30,6 +30,8 @@ MAX_TEXT_LENGTH = 1024
 MAX_HINT_LENGTH = 64
 MAX_INTENT_ID_LENGTH = 128
 MAX_ONLINE_BYTES = 64
+PATTERN_TIMEOUT = 0.01  # seconds one schema pattern may take on one string
+PATTERN_BUDGET = 0.015  # seconds all schema patterns may take on one set of arguments
 SKILL_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -153,11 +155,16 @@ class Skill:
         )
 
     def argument_errors(self, arguments: Any) -> list[str]:
-        """Return why ``arguments`` do not fit the schema (empty when they do)."""
-        return sorted(
-            f"{'/'.join(map(str, error.absolute_path)) or '(arguments)'}: {error.message}"
-            for error in self.validator.iter_errors(arguments)
-        )
+        """Return why ``arguments`` do not fit the schema (empty when they do).
+
+        Every ``pattern`` of one check shares ``PATTERN_BUDGET`` seconds.
+        """
+        with safe_regex.budget(PATTERN_BUDGET):
+            return sorted(
+                f"{'/'.join(map(str, error.absolute_path)) or '(arguments)'}: "
+                f"{error.message[:200]}"
+                for error in self.validator.iter_errors(arguments)
+            )
 
 
 def parse_skill(raw: Any) -> Skill:
@@ -316,7 +323,7 @@ def _bounded_pattern(
     if not validator.is_type(instance, "string"):
         return
     try:
-        matched = safe_regex.search(pattern, instance)
+        matched = safe_regex.search(pattern, instance, timeout=PATTERN_TIMEOUT)
     except safe_regex.UnsafeRegexError as err:
         yield jsonschema_exceptions.ValidationError(f"unusable pattern: {err}")
         return

@@ -16,6 +16,7 @@ import json
 import logging
 from typing import Any
 
+from . import untrusted
 from .emotion.dynamics import (
     ExecMode,
     Mood,
@@ -36,6 +37,9 @@ _LOGGER = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 64
 MAX_PERSONA_LENGTH = 2000
+MAX_SOULS = 100  # souls of one hub, however they are created
+MAX_SEEN = 4096  # terminal ids remembered as seen (their soul_hint was used)
+HINT_SOUL_INTERVAL = 60.0  # seconds between souls created from bodies' hints
 NEUTRAL_USER_EMOTION: dict[str, Any] = {
     "emotion": "neutral",
     "p": 0.0,
@@ -101,6 +105,10 @@ def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
         raise SoulError("name must be a non-empty string")
     if len(name.strip()) > MAX_NAME_LENGTH:
         raise SoulError(f"name must be at most {MAX_NAME_LENGTH} characters")
+    try:
+        untrusted.text(name.strip(), "name", max_length=MAX_NAME_LENGTH)
+    except untrusted.UntrustedInputError as err:
+        raise SoulError(str(err)) from None
     if not is_mbti(mbti):
         raise SoulError(
             f"mbti_type must be one of {', '.join(MBTI_TYPES)} "
@@ -110,6 +118,17 @@ def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
         raise SoulError("persona must be a string")
     if persona_text and len(persona_text) > MAX_PERSONA_LENGTH:
         raise SoulError(f"persona must be at most {MAX_PERSONA_LENGTH} characters")
+    if persona_text:
+        try:
+            untrusted.text(
+                persona_text,
+                "persona",
+                max_length=MAX_PERSONA_LENGTH,
+                multiline=True,
+                required=False,
+            )
+        except untrusted.UntrustedInputError as err:
+            raise SoulError(str(err)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +211,9 @@ class SoulHub:
         self._states: dict[str, SoulState] = {}
         self._stored_states: dict[str, Any] = {}
         self._bindings: dict[str, str] = {}
-        self._seen: set[str] = set()
+        # Terminal ids whose first connection was handled, oldest first.
+        self._seen: dict[str, None] = {}
+        self._last_hint_soul = float("-inf")
         self._listeners: list[Callable[[SoulEvent], None]] = []
         self._binding_listeners: list[Callable[[], None]] = []
         self._last: dict[str, EmotionSnapshot] = {}
@@ -212,7 +233,9 @@ class SoulHub:
             }
         seen = data.get("seen")
         if isinstance(seen, list):
-            self._seen = {t for t in seen if isinstance(t, str)}
+            self._seen = dict.fromkeys(
+                t for t in seen[-MAX_SEEN:] if isinstance(t, str)
+            )
         states = data.get("states")
         if isinstance(states, dict):
             self._stored_states = dict(states)
@@ -221,7 +244,7 @@ class SoulHub:
         """Return everything worth keeping across restarts."""
         return {
             "bindings": dict(self._bindings),
-            "seen": sorted(self._seen),
+            "seen": list(self._seen),
             "states": {
                 soul_id: state.as_dict() for soul_id, state in self._states.items()
             },
@@ -288,7 +311,7 @@ class SoulHub:
         if soul_id not in self._souls:
             raise SoulError(f"unknown soul_id {soul_id!r}")
         self._bindings[terminal_id] = soul_id
-        self._seen.add(terminal_id)
+        self._see(terminal_id)
         self._on_dirty()
         self._call(self._binding_listeners)
 
@@ -317,7 +340,7 @@ class SoulHub:
         """
         if terminal_id in self._seen or terminal_id in self._bindings:
             return None
-        self._seen.add(terminal_id)
+        self._see(terminal_id)
         self._on_dirty()
         if not hint or not hint.strip():
             return None
@@ -330,8 +353,34 @@ class SoulHub:
             for soul in self._souls.values():
                 if soul.mbti.split("-")[0] == hint.upper().split("-")[0]:
                     return HintDecision(soul_id=soul.soul_id)
-            return HintDecision(name=hint.upper(), mbti=hint.upper())
-        return HintDecision(name=hint, mbti=HINT_TYPES.get(folded, DEFAULT_HINT_TYPE))
+            decision = HintDecision(name=hint.upper(), mbti=hint.upper())
+        else:
+            decision = HintDecision(
+                name=hint, mbti=HINT_TYPES.get(folded, DEFAULT_HINT_TYPE)
+            )
+        # A new soul: bodies may not flood the configuration with them.
+        now = self._clock()
+        if (
+            len(self._souls) >= MAX_SOULS
+            or now - self._last_hint_soul < HINT_SOUL_INTERVAL
+        ):
+            _LOGGER.warning(
+                "Ignored the soul_hint of %s: souls are created from hints at "
+                "most once a minute and up to %d souls",
+                terminal_id,
+                MAX_SOULS,
+            )
+            del self._seen[terminal_id]  # a later connection may try again
+            return None
+        self._last_hint_soul = now
+        return decision
+
+    def _see(self, terminal_id: str) -> None:
+        """Remember a terminal as seen (the oldest ids are forgotten past MAX_SEEN)."""
+        self._seen.pop(terminal_id, None)
+        self._seen[terminal_id] = None
+        while len(self._seen) > MAX_SEEN:
+            del self._seen[next(iter(self._seen))]
 
     # -- emotion --------------------------------------------------------------
 

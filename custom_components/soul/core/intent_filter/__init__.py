@@ -8,12 +8,19 @@ validates and compiles catalogs (cached by content); ``engine`` scores and
 decides.
 """
 
-from .catalog import IntentFilterError, clear_compile_cache, compile_catalog
-from .engine import filter_intents
+from .catalog import (
+    IntentFilterError,
+    cached_catalog,
+    clear_compile_cache,
+    compile_catalog,
+)
+from .engine import filter_intents, valid_timezone_name
 
 __all__ = [
     "IntentFilterError",
+    "cached_catalog",
     "clear_compile_cache",
     "compile_catalog",
     "filter_intents",
+    "valid_timezone_name",
 ]

@@ -248,6 +248,22 @@ def _bool_option(options: Mapping[str, Any], key: str) -> bool:
     return value
 
 
+_TIMEZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+){0,2}")
+
+
+def valid_timezone_name(name: Any) -> bool:
+    """Return whether ``name`` has the shape of an IANA zone ("Asia/Shanghai").
+
+    Checked before a zone file is looked for: no absolute or parent paths,
+    no trailing slash, at most 64 characters.
+    """
+    return (
+        isinstance(name, str)
+        and len(name) <= 64
+        and _TIMEZONE_NAME.fullmatch(name) is not None
+    )
+
+
 def _parse_request(request: Any, default_timezone: str) -> _Request:
     if not isinstance(request, Mapping):
         raise IntentFilterError("the request body must be a JSON object")
@@ -298,11 +314,11 @@ def _parse_request(request: Any, default_timezone: str) -> _Request:
     ):
         raise IntentFilterError("request_id must be a string of at most 128 characters")
     tz_name = request.get("timezone") or default_timezone
-    if not isinstance(tz_name, str):
+    if not valid_timezone_name(tz_name):
         raise IntentFilterError("timezone must be an IANA time zone name")
     try:
         zone = ZoneInfo(tz_name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise IntentFilterError(f"unknown timezone {tz_name!r}") from None
     now_raw = request.get("now")
     if now_raw is None:
