@@ -79,6 +79,7 @@ PLACEHOLDER_SECTIONS = (
     "config.step.mqtt_confirm.",
     "device_automation.",
     "issues.mem0_unavailable.",
+    "config_subentries.soul.abort.too_many_souls",
 )
 
 
@@ -112,7 +113,7 @@ def test_translations_match() -> None:
     ("pattern", "section"),
     [
         (r'errors\[[^]]+\] = "([a-z_]+)"', ("config.error", "options.error")),
-        (r'reason="([a-z_]+)"', ("config.abort",)),
+        (r'reason="([a-z_]+)"', ("config.abort", "config_subentries.soul.abort")),
         (r'translation_key="([a-z_]+)"', ("exceptions", "issues", "entity.sensor")),
     ],
 )

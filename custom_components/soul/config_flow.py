@@ -68,10 +68,11 @@ from .const import (
     SUBENTRY_SOUL,
     TITLE,
 )
+from .core import untrusted
 from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
 from .core.emotion.persona import MBTI_TYPES
 from .core.llm import LLMAuthError, LLMConnectionError
-from .core.souls import SoulError, validate_soul_fields
+from .core.souls import MAX_SOULS, SoulError, validate_soul_fields
 from .core.topics import (
     InvalidPrefixError,
     Kind,
@@ -81,6 +82,7 @@ from .core.topics import (
 )
 from .runtime import SoulConfigEntry, async_create_llm, llm_endpoint_from_config
 
+MAX_SETTING_LENGTH = 2048  # a URL, a key, a model name
 SETTINGS_SCHEMA = vol.Schema(
     {
         vol.Required(CONF_TOPIC_PREFIX, default=DEFAULT_TOPIC_PREFIX): TextSelector(),
@@ -206,6 +208,9 @@ async def _async_validate(
         for key, value in user_input.items()
         if isinstance(value, str) and value.strip()
     }
+    for key, value in settings.items():
+        if not untrusted.is_text(value, MAX_SETTING_LENGTH):
+            errors[key] = "invalid_text"
     settings[CONF_INVOKE_TIMEOUT] = float(
         user_input.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
     )
@@ -394,7 +399,7 @@ def _soul_settings(
         data[CONF_LLM_HASS_API] = list(apis)
     try:
         validate_soul_fields(data[CONF_NAME], data[CONF_MBTI_TYPE], persona)
-    except SoulError as err:
+    except SoulError as err:  # the message starts with the field's name
         field = str(err).split(" ", 1)[0]
         key = {"name": CONF_NAME, "mbti_type": CONF_MBTI_TYPE}.get(field, CONF_PERSONA)
         return data, {key: f"invalid_{key}"}
@@ -408,6 +413,15 @@ class SoulSubentryFlow(ConfigSubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Ask for the new soul's name, type and persona."""
+        entry = self._get_entry()
+        if (
+            entry.state is ConfigEntryState.LOADED
+            and len(entry.runtime_data.souls.souls) >= MAX_SOULS
+        ):
+            return self.async_abort(
+                reason="too_many_souls",
+                description_placeholders={"max": str(MAX_SOULS)},
+            )
         errors: dict[str, str] = {}
         if user_input is not None:
             data, errors = _soul_settings(user_input)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntryState
@@ -15,14 +16,25 @@ from homeassistant.core import (
 )
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import config_validation as cv, device_registry as dr
+from homeassistant.helpers.service import async_register_admin_service
 import voluptuous as vol
 
+from .access import async_principal_of_call, unauthorized
 from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
-from .core.invoker import TIMEOUT_ERROR, InvokeError
+from .core import untrusted
+from .core.access import AccessError
+from .core.invoker import MAX_ARGUMENTS_BYTES, TIMEOUT_ERROR, InvokeError
 from .core.memory import MEMORY_TYPES, MemoryBackendError
 from .core.memory.manager import MemoryManager
 from .core.protocol import InvokeResult
-from .core.souls import Soul, SoulError, SoulHub, validate_soul_fields
+from .core.souls import (
+    MAX_NAME_LENGTH,
+    MAX_PERSONA_LENGTH,
+    Soul,
+    SoulError,
+    SoulHub,
+    validate_soul_fields,
+)
 from .core.topics import valid_terminal_id
 from .runtime import SoulConfigEntry
 
@@ -43,11 +55,43 @@ ATTR_ARGUMENTS = "arguments"
 ATTR_SOUL_ID = "soul_id"
 ATTR_TERMINAL_ID = "terminal_id"
 
+MAX_ID = 128
+MAX_MEMORY_TEXT = 4096
+
+
+def text(max_length: int = MAX_ID, *, multiline: bool = False) -> Callable[[Any], str]:
+    """Return a voluptuous validator: ``core.untrusted.text`` within ``max_length``."""
+
+    def validate(value: Any) -> str:
+        try:
+            return untrusted.text(
+                cv.string(value), "value", max_length=max_length, multiline=multiline
+            )
+        except untrusted.UntrustedInputError as err:
+            raise vol.Invalid(str(err)) from None
+
+    return validate
+
+
+def json_object(value: Any) -> dict[str, Any]:
+    """Validate skill arguments: a plain JSON object within the size limit."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise vol.Invalid("arguments must be an object")
+    try:
+        return untrusted.check_json(
+            value, max_bytes=MAX_ARGUMENTS_BYTES, max_depth=16, what="arguments"
+        )
+    except untrusted.UntrustedInputError as err:
+        raise vol.Invalid(str(err)) from None
+
+
 INVOKE_SKILL_SCHEMA = vol.Schema(
     {
-        vol.Required(ATTR_DEVICE_ID): vol.All(cv.ensure_list, [cv.string]),
-        vol.Required(ATTR_SKILL): cv.string,
-        vol.Optional(ATTR_ARGUMENTS, default=dict): vol.Any(dict, None),
+        vol.Required(ATTR_DEVICE_ID): vol.All(cv.ensure_list, [text()]),
+        vol.Required(ATTR_SKILL): text(),
+        vol.Optional(ATTR_ARGUMENTS, default=dict): json_object,
     },
     extra=vol.ALLOW_EXTRA,
 )
@@ -55,18 +99,18 @@ INVOKE_SKILL_SCHEMA = vol.Schema(
 
 CREATE_SOUL_SCHEMA = vol.Schema(
     {
-        vol.Required(CONF_NAME): cv.string,
-        vol.Required(CONF_MBTI_TYPE): cv.string,
-        vol.Optional(CONF_PERSONA): cv.string,
-        vol.Optional(CONF_USER_ID): cv.string,
+        vol.Required(CONF_NAME): text(MAX_NAME_LENGTH),
+        vol.Required(CONF_MBTI_TYPE): text(16),
+        vol.Optional(CONF_PERSONA): text(MAX_PERSONA_LENGTH, multiline=True),
+        vol.Optional(CONF_USER_ID): text(),
     }
 )
 SELECT_SOUL_SCHEMA = vol.All(
     vol.Schema(
         {
-            vol.Required(ATTR_SOUL_ID): cv.string,
-            vol.Exclusive(ATTR_DEVICE_ID, "terminal"): cv.string,
-            vol.Exclusive(ATTR_TERMINAL_ID, "terminal"): cv.string,
+            vol.Required(ATTR_SOUL_ID): text(),
+            vol.Exclusive(ATTR_DEVICE_ID, "terminal"): text(),
+            vol.Exclusive(ATTR_TERMINAL_ID, "terminal"): text(),
         }
     ),
     cv.has_at_least_one_key(ATTR_DEVICE_ID, ATTR_TERMINAL_ID),
@@ -75,27 +119,29 @@ SELECT_SOUL_SCHEMA = vol.All(
 
 REMEMBER_SCHEMA = vol.Schema(
     {
-        vol.Required(ATTR_TEXT): cv.string,
-        vol.Optional(CONF_USER_ID): cv.string,
-        vol.Optional(ATTR_SOUL_ID): cv.string,
+        vol.Required(ATTR_TEXT): text(MAX_MEMORY_TEXT, multiline=True),
+        vol.Optional(CONF_USER_ID): text(),
+        vol.Optional(ATTR_SOUL_ID): text(),
         vol.Optional(ATTR_TYPE, default="fact"): vol.In(MEMORY_TYPES),
-        vol.Optional(ATTR_TAGS, default=list): vol.All(cv.ensure_list, [cv.string]),
+        vol.Optional(ATTR_TAGS, default=list): vol.All(
+            cv.ensure_list, vol.Length(max=32), [text(64)]
+        ),
         vol.Optional("infer", default=False): cv.boolean,
     }
 )
 RECALL_SCHEMA = vol.Schema(
     {
-        vol.Required(ATTR_QUERY): cv.string,
-        vol.Optional(CONF_USER_ID): cv.string,
-        vol.Optional(ATTR_SOUL_ID): cv.string,
+        vol.Required(ATTR_QUERY): text(MAX_MEMORY_TEXT, multiline=True),
+        vol.Optional(CONF_USER_ID): text(),
+        vol.Optional(ATTR_SOUL_ID): text(),
         vol.Optional(ATTR_LIMIT, default=5): vol.All(vol.Coerce(int), vol.Range(1, 50)),
     }
 )
 FORGET_SCHEMA = vol.All(
     vol.Schema(
         {
-            vol.Exclusive(CONF_USER_ID, "what"): cv.string,
-            vol.Exclusive(ATTR_MEMORY_ID, "what"): cv.string,
+            vol.Exclusive(CONF_USER_ID, "what"): text(),
+            vol.Exclusive(ATTR_MEMORY_ID, "what"): text(),
         }
     ),
     cv.has_at_least_one_key(CONF_USER_ID, ATTR_MEMORY_ID),
@@ -185,7 +231,24 @@ async def async_invoke_or_raise(
     return result
 
 
+async def _acting_for(call: ServiceCall) -> str | None:
+    """Return the user an action acts for: the caller, or whom an administrator names."""
+    principal = await async_principal_of_call(call.hass, call)
+    try:
+        return principal.acting_for(call.data.get(CONF_USER_ID))
+    except AccessError as err:
+        raise unauthorized(call, err) from err
+
+
+async def _require_control(call: ServiceCall) -> None:
+    """Refuse read-only users: they may not make a body act."""
+    principal = await async_principal_of_call(call.hass, call)
+    if not principal.may_control:
+        raise unauthorized(call, AccessError("read-only"))
+
+
 async def _async_invoke_skill(call: ServiceCall) -> ServiceResponse:
+    await _require_control(call)
     entry = loaded_entry(call.hass)
     devices = call.data[ATTR_DEVICE_ID]
     if len(devices) != 1:
@@ -233,14 +296,22 @@ async def _async_create_soul(call: ServiceCall) -> ServiceResponse:
             translation_key="invalid_soul",
             translation_placeholders={"error": str(err)},
         ) from err
-    soul = async_add_soul(
-        call.hass,
-        entry,
-        name=data[CONF_NAME],
-        mbti=data[CONF_MBTI_TYPE],
-        persona=data.get(CONF_PERSONA),
-        user_id=data.get(CONF_USER_ID) or call.context.user_id,
-    )
+    try:
+        soul = async_add_soul(
+            call.hass,
+            entry,
+            name=data[CONF_NAME],
+            mbti=data[CONF_MBTI_TYPE],
+            persona=data.get(CONF_PERSONA),
+            user_id=data.get(CONF_USER_ID) or call.context.user_id,
+        )
+    except SoulError as err:
+        raise ServiceValidationError(
+            str(err),
+            translation_domain=DOMAIN,
+            translation_key="invalid_soul",
+            translation_placeholders={"error": str(err)},
+        ) from err
     return soul_as_dict(entry.runtime_data.souls, soul)
 
 
@@ -303,11 +374,12 @@ def _memory_failed(err: MemoryBackendError) -> HomeAssistantError:
 
 
 async def _async_remember(call: ServiceCall) -> ServiceResponse:
+    user_id = await _acting_for(call)
     entry, memory = _memory(call)
     try:
         ids = await memory.remember(
             call.data[ATTR_TEXT],
-            user_id=call.data.get(CONF_USER_ID) or call.context.user_id,
+            user_id=user_id,
             soul_id=_soul_id(entry, call),
             memory_type=call.data[ATTR_TYPE],
             tags=call.data[ATTR_TAGS],
@@ -319,11 +391,12 @@ async def _async_remember(call: ServiceCall) -> ServiceResponse:
 
 
 async def _async_recall(call: ServiceCall) -> ServiceResponse:
+    user_id = await _acting_for(call)
     entry, memory = _memory(call)
     try:
         found = await memory.recall(
             call.data[ATTR_QUERY],
-            user_id=call.data.get(CONF_USER_ID) or call.context.user_id,
+            user_id=user_id,
             soul_id=_soul_id(entry, call),
             limit=call.data[ATTR_LIMIT],
         )
@@ -352,7 +425,10 @@ def async_setup_services(hass: HomeAssistant) -> None:
         schema=INVOKE_SKILL_SCHEMA,
         supports_response=SupportsResponse.OPTIONAL,
     )
-    hass.services.async_register(
+    # Configuration changes and forgetting are for administrators (and for
+    # automations, which an administrator set up).
+    async_register_admin_service(
+        hass,
         DOMAIN,
         SERVICE_CREATE_SOUL,
         _async_create_soul,
@@ -373,10 +449,11 @@ def async_setup_services(hass: HomeAssistant) -> None:
         schema=RECALL_SCHEMA,
         supports_response=SupportsResponse.ONLY,
     )
-    hass.services.async_register(
-        DOMAIN, SERVICE_FORGET, _async_forget, schema=FORGET_SCHEMA
+    async_register_admin_service(
+        hass, DOMAIN, SERVICE_FORGET, _async_forget, schema=FORGET_SCHEMA
     )
-    hass.services.async_register(
+    async_register_admin_service(
+        hass,
         DOMAIN,
         SERVICE_SELECT_SOUL,
         _async_select_soul,
