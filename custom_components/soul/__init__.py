@@ -180,6 +180,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> boo
     await runtime.store.async_flush()
     await runtime.sessions_store.async_flush()
     await runtime.memory_store.async_flush()
+    await runtime.star_store.async_flush()
     unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
     if runtime.memory is not None:
         await runtime.memory.backend.close()
@@ -188,7 +189,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> boo
 
 async def async_remove_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     """Forget bindings, emotion states and sessions when the hub entry is deleted."""
-    for name in ("souls", "sessions", "memory"):
+    for name in ("souls", "sessions", "memory", "star"):
         await DebouncedStore(hass, name).async_remove()
 
 

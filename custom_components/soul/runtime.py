@@ -32,12 +32,30 @@ from .core.llm import LLMEndpoint, OpenAICompatibleLLM
 from .core.memory.manager import MemoryManager
 from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
-from .core.star.hub import StarHub
+from .core.star.hub import Identity, StarHub
 from .core.topics import Topics
 
 if TYPE_CHECKING:
     from .mqtt_bridge import MqttBridge
     from .storage import DebouncedStore
+
+
+# Every soul is the Star agent soul_<id> in the environment "home" (star.py);
+# no client may take those identities.
+HOME_ENV = "home"
+SOUL_AGENT_PREFIX = "soul_"
+
+
+def soul_agent_id(soul_id: str) -> str:
+    """Return the Star agent id of a soul."""
+    return f"{SOUL_AGENT_PREFIX}{soul_id}"
+
+
+def star_identity_reserved(identity: Identity) -> bool:
+    """Return whether a Star identity is Soul's own (soul agents, ``home``)."""
+    if identity.client_type == "agent":
+        return identity.client_id.startswith(SOUL_AGENT_PREFIX)
+    return identity.client_type == "environment" and identity.client_id == HOME_ENV
 
 
 @dataclass(slots=True)
@@ -56,6 +74,7 @@ class SoulRuntime:
     memory_store: DebouncedStore
     store: DebouncedStore
     sessions_store: DebouncedStore
+    star_store: DebouncedStore
     # The options the runtime was built from: other changes need no reload.
     options: dict[str, Any]
 
@@ -160,6 +179,18 @@ async def async_create_runtime(
         hass, entry.entry_id, entry.options
     )
     chat.memory = memory
+    star_store = DebouncedStore(hass, "star")
+    star = StarHub(
+        reserved=star_identity_reserved, on_owners_changed=star_store.schedule
+    )
+    star_store.dump = lambda: {"human_owners": dict(star.human_owners)}
+    stored = await star_store.async_load()
+    if isinstance(stored, dict) and isinstance(stored.get("human_owners"), dict):
+        star.human_owners = {
+            k: v
+            for k, v in stored["human_owners"].items()
+            if isinstance(k, str) and isinstance(v, str)
+        }
     return SoulRuntime(
         topics=topics,
         llm=llm,
@@ -170,8 +201,9 @@ async def async_create_runtime(
         chat=chat,
         memory=memory,
         memory_store=memory_store,
-        star=StarHub(),
+        star=star,
         store=store,
         sessions_store=sessions_store,
+        star_store=star_store,
         options=dict(entry.options),
     )

@@ -13,17 +13,21 @@ A client authenticates with a Home Assistant access token, in an
 connection is closed. Routing is ``core.star.hub.StarHub``'s. Each connection
 has a bounded send queue; a client that cannot keep up is disconnected.
 
-Every soul is the agent ``soul_<soul_id>`` in the environment ``home``: an
-``action`` ``chat`` (``{"text", "user_id"}``) runs the chat pipeline and is
-answered with an ``outcome`` (reply and executed skills); ``event`` messages
-addressed to a soul join its Star session's context.
+Every soul is the agent ``soul_<soul_id>`` in the environment ``home``, in
+process (it never times out): an ``action`` ``chat`` (``{"text"}``) runs the
+chat pipeline as the sender's Home Assistant user (an administrator may name
+another ``user_id``) and is answered with an ``outcome`` (reply and executed
+skills); ``event`` messages addressed to a soul join its Star session's
+context. The agent ids ``soul_*`` and the environment ``home`` are reserved
+for Soul; a human id belongs to the first user who connected as it (kept in
+``.storage/soul.star``); docs/security.md has the whole model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import contextlib
 from datetime import timedelta
-import json
 from typing import Any
 
 from aiohttp import web
@@ -34,21 +38,22 @@ from homeassistant.components.http import (
     HomeAssistantView,
 )
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.event import async_track_time_interval
 
+from .access import principal_of
 from .const import LOGGER
-from .core.chat import ChatError
-from .core.star.hub import HEARTBEAT_INTERVAL, Connection, Identity
+from .core import untrusted
+from .core.access import AccessError, Principal
+from .core.chat import MAX_TEXT, ChatError, SessionOwnerError
+from .core.star.hub import HEARTBEAT_INTERVAL, Connection, Identity, IdentityError
 from .core.star.transport import SEND_QUEUE, frame_auth, identity_from, pump
-from .runtime import SoulConfigEntry
+from .runtime import HOME_ENV, SoulConfigEntry, soul_agent_id
 from .services import find_loaded_entry
+from .souls import signal_souls_changed
 
-HOME_ENV = "home"
-
-
-def soul_agent_id(soul_id: str) -> str:
-    """Return the Star agent id of a soul."""
-    return f"soul_{soul_id}"
+MAX_EVENT_NOTE_BYTES = 4096  # an event kept in a session's context
+MAX_CHATS_PER_SOUL = 4  # chat actions one soul agent runs at once
 
 
 class _StarView(HomeAssistantView):
@@ -66,27 +71,66 @@ class _StarView(HomeAssistantView):
         if (entry := find_loaded_entry(hass)) is None:
             return web.json_response({"message": "Soul is not set up"}, status=503)
         hub = entry.runtime_data.star
+        if hub.reserved(identity):
+            return web.json_response(
+                {"message": f"{identity.client_id!r} is reserved for Soul"},
+                status=403,
+            )
+        principal: Principal | None = None
+        # Home Assistant's auth middleware has checked a Bearer header already.
+        if (
+            request.get(KEY_AUTHENTICATED)
+            and (user := request.get(KEY_HASS_USER)) is not None
+            and user.is_active
+        ):
+            principal = principal_of(user)
+            try:
+                await _async_check_identity(hass, entry, identity, principal)
+            except IdentityError as err:
+                return web.json_response({"message": str(err)}, status=403)
         ws = web.WebSocketResponse(
             max_msg_size=2 * hub.max_message_bytes, heartbeat=None
         )
-        # Home Assistant's auth middleware has checked a Bearer header already.
-        authenticated = bool(request.get(KEY_AUTHENTICATED)) and (
-            (user := request.get(KEY_HASS_USER)) is not None and user.is_active
-        )
         await ws.prepare(request)
-        if authenticated or await frame_auth(
-            ws, lambda token: _valid_token(hass, token)
-        ):
-            await pump(hub, request, ws, identity, queue_size=SEND_QUEUE)
+        if principal is None:
+            principal = await frame_auth(ws, lambda token: _principal(hass, token))
+            if principal is None:
+                return ws
+            # A refused identity: the pump answers PERMISSION_DENIED and closes.
+            with contextlib.suppress(IdentityError):
+                await _async_check_identity(hass, entry, identity, principal)
+        await pump(
+            hub, request, ws, identity, queue_size=SEND_QUEUE, principal=principal
+        )
         return ws
 
 
-def _valid_token(hass: HomeAssistant, token: Any) -> bool:
-    """Return whether ``token`` is a valid access token of an active user."""
-    if not isinstance(token, str) or not token:
-        return False
+async def _async_check_identity(
+    hass: HomeAssistant,
+    entry: SoulConfigEntry,
+    identity: Identity,
+    principal: Principal,
+) -> None:
+    """Free a human id whose owner no longer exists, then check the identity."""
+    hub = entry.runtime_data.star
+    owner = hub.human_owners.get(identity.client_id)
+    if (
+        identity.client_type == "human"
+        and owner is not None
+        and await hass.auth.async_get_user(owner) is None
+    ):
+        del hub.human_owners[identity.client_id]
+    hub.check_identity(identity, principal)
+
+
+def _principal(hass: HomeAssistant, token: Any) -> Principal | None:
+    """Return the principal of a valid access token of an active user."""
+    if not isinstance(token, str) or not token or len(token) > 4096:
+        return None
     refresh_token = hass.auth.async_validate_access_token(token)
-    return refresh_token is not None and refresh_token.user.is_active
+    if refresh_token is None or not refresh_token.user.is_active:
+        return None
+    return principal_of(refresh_token.user)
 
 
 class StarEnvironmentView(_StarView):
@@ -118,13 +162,14 @@ def async_register_star_views(hass: HomeAssistant) -> None:
 
 
 class SoulAgents:
-    """Every soul as agent ``soul_<id>`` in ``home``, answering ``chat`` actions."""
+    """Every soul as the in-process agent ``soul_<id>`` in ``home``."""
 
     def __init__(self, hass: HomeAssistant, entry: SoulConfigEntry) -> None:
         """Follow the entry's souls."""
         self.hass = hass
         self.entry = entry
         self._connections: dict[str, Connection] = {}
+        self._running: dict[str, int] = {}
 
     @callback
     def sync(self) -> None:
@@ -138,8 +183,8 @@ class SoulAgents:
             if soul_id in self._connections and not self._connections[soul_id].closed:
                 continue
             identity = Identity("agent", soul_agent_id(soul_id), HOME_ENV)
-            self._connections[soul_id] = hub.connect(
-                identity, self._sender(soul_id), lambda _code, _reason: None
+            self._connections[soul_id] = hub.connect_local(
+                identity, self._handler(soul_id)
             )
 
     @callback
@@ -149,59 +194,111 @@ class SoulAgents:
             self.entry.runtime_data.star.disconnect(connection)
         self._connections.clear()
 
-    def _sender(self, soul_id: str) -> Callable[[str], bool]:
-        def deliver(text: str) -> bool:
-            self.entry.async_create_background_task(
-                self.hass, self._handle(soul_id, text), "star soul message"
+    def _handler(self, soul_id: str) -> Callable[[dict[str, Any], Connection], None]:
+        @callback
+        def handle(envelope: dict[str, Any], sender: Connection) -> None:
+            if envelope.get("type") != "message":
+                return  # errors addressed to the soul
+            payload = envelope.get("payload")
+            if not isinstance(payload, dict):
+                return
+            if payload.get("type") == "event":
+                self._note(soul_id, sender, payload)
+            elif payload.get("type") == "action":
+                self._action(soul_id, sender, payload)
+
+        return handle
+
+    def _note(self, soul_id: str, sender: Connection, payload: dict[str, Any]) -> None:
+        """Put an event into the context of the soul's sessions (bounded)."""
+        try:
+            untrusted.check_json(
+                payload, max_bytes=MAX_EVENT_NOTE_BYTES, max_depth=8, what="event"
             )
-            return True
+        except untrusted.UntrustedInputError as err:
+            LOGGER.info("Star event for soul %s not kept: %s", soul_id, err)
+            return
+        session_id = _session_id(sender)
+        note = {
+            "type": "event_note",
+            "source": sender.identity.as_party(),
+            "event": payload,
+        }
+        for session in self.entry.runtime_data.chat.sessions.values():
+            if session.soul_id == soul_id or session.session_id == session_id:
+                session.context.append(note)
 
-        return deliver
+    def _action(
+        self, soul_id: str, sender: Connection, payload: dict[str, Any]
+    ) -> None:
+        if self._running.get(soul_id, 0) >= MAX_CHATS_PER_SOUL:
+            self._answer(
+                soul_id,
+                sender,
+                payload,
+                {"status": "error", "message": "busy: too many chats at once; retry"},
+            )
+            return
+        self._running[soul_id] = self._running.get(soul_id, 0) + 1
 
-    async def _handle(self, soul_id: str, text: str) -> None:
-        envelope = json.loads(text)
-        if envelope.get("type") != "message":
-            return  # heartbeats and errors
-        payload = envelope.get("payload")
-        sender = envelope.get("sender", {})
-        if not isinstance(payload, dict):
-            return
-        session_id = f"star-{sender.get('id')}"
-        if payload.get("type") == "event":
-            # Into the context of the soul's sessions (the sender's Star session first).
-            note = {"type": "event_note", "source": sender, "event": payload}
-            for session in self.entry.runtime_data.chat.sessions.values():
-                if session.soul_id == soul_id or session.session_id == session_id:
-                    session.context.append(note)
-            return
-        if payload.get("type") != "action":
-            return
-        outcome = await self._chat(soul_id, session_id, payload)
+        async def run() -> None:
+            try:
+                outcome = await self._chat(soul_id, sender, payload)
+            finally:
+                self._running[soul_id] -= 1
+            self._answer(soul_id, sender, payload, outcome)
+
+        self.entry.async_create_background_task(self.hass, run(), "star soul chat")
+
+    def _answer(
+        self,
+        soul_id: str,
+        sender: Connection,
+        payload: dict[str, Any],
+        outcome: dict[str, Any],
+    ) -> None:
+        action_id = payload.get("id")
         reply = {
             "type": "message",
-            "sender": {"id": soul_agent_id(soul_id), "type": "agent"},
-            "recipient": sender,
+            "recipient": sender.identity.as_party(),
             "payload": {
                 "type": "outcome",
-                "id": payload.get("id"),
+                "id": action_id if isinstance(action_id, str | int) else None,
                 "outcome": outcome,
                 "outcome_type": "dict",
             },
         }
         if (connection := self._connections.get(soul_id)) is not None:
-            self.entry.runtime_data.star.receive(
-                connection, json.dumps(reply, ensure_ascii=False)
-            )
+            self.entry.runtime_data.star.send_local(connection, reply)
 
     async def _chat(
-        self, soul_id: str, session_id: str, payload: dict[str, Any]
+        self, soul_id: str, sender: Connection, payload: dict[str, Any]
     ) -> dict[str, Any]:
         if payload.get("action") != "chat":
             return {
                 "status": "error",
-                "message": f"unknown action {payload.get('action')!r}",
+                "message": f"unknown action {str(payload.get('action'))[:64]!r}",
             }
-        parameters = payload.get("parameters") or {}
+        parameters = payload.get("parameters")
+        if parameters is None:
+            parameters = {}
+        if not isinstance(parameters, dict):
+            return {"status": "error", "message": "parameters must be an object"}
+        text = parameters.get("text")
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+            return {
+                "status": "error",
+                "message": f"parameters.text must be 1 to {MAX_TEXT} characters",
+            }
+        principal = sender.principal or Principal(None, may_control=False)
+        requested = parameters.get("user_id")
+        try:
+            principal.require_control("chat with a soul")
+            user_id = principal.acting_for(
+                requested if isinstance(requested, str) else None
+            )
+        except AccessError as err:
+            return {"status": "error", "message": str(err)}
         runtime = self.entry.runtime_data
         terminals = runtime.souls.terminals_of(soul_id)
         if not terminals:
@@ -209,14 +306,14 @@ class SoulAgents:
         try:
             response = await runtime.chat.chat(
                 {
-                    "session_id": session_id,
+                    "session_id": _session_id(sender),
                     "terminal_id": terminals[0],
-                    "user_id": parameters.get("user_id"),
-                    "inputs": [
-                        {"type": "keyboard_text", "text": parameters.get("text")}
-                    ],
+                    "user_id": user_id,
+                    "inputs": [{"type": "keyboard_text", "text": text}],
                 }
             )
+        except SessionOwnerError as err:
+            return {"status": "error", "message": str(err)}
         except ChatError as err:
             return {"status": "error", "message": str(err)}
         except Exception:  # noqa: BLE001 - an agent must answer
@@ -233,14 +330,16 @@ class SoulAgents:
         }
 
 
+def _session_id(sender: Connection) -> str:
+    """Return the chat session of a Star client."""
+    return f"star-{sender.identity.client_id}"
+
+
 @callback
 def async_start_star(hass: HomeAssistant, entry: SoulConfigEntry) -> Callable[[], None]:
     """Start heartbeats and the soul agents; return the stopper."""
     agents = SoulAgents(hass, entry)
     agents.sync()
-    from homeassistant.helpers.dispatcher import async_dispatcher_connect  # noqa: PLC0415
-
-    from .souls import signal_souls_changed  # noqa: PLC0415
 
     @callback
     def heartbeat(_now: Any) -> None:

@@ -10,6 +10,20 @@ sender's environment (``"*"`` broadcasts to every client of that type there),
 answers problems with the spec's error envelope, rate-limits each client, and
 never parses ``payload`` beyond its size. ``tick`` sends heartbeats and
 returns the connections silent for too long.
+
+Identities (docs/security.md): a connection may carry the ``Principal`` of
+its token. ``reserved`` identities (Soul's own agents) are refused to every
+client; an identity connected by one user cannot be taken over by another;
+a human id belongs to the first user who used it (``human_owners``, kept by
+the glue across restarts). In-process agents (``connect_local``) get frames
+as parsed envelopes with their sender, never time out and are not
+rate-limited.
+
+Fairness: a client's burst (``burst`` frames; environments twice that) fits
+any receiver's send queue, so a burst within the limit never cuts an
+actively reading receiver off; a client over its limit gets one
+``RATE_LIMITED`` error per stretch of refused frames (not one per frame, so
+its own queue does not fill with errors).
 """
 
 from __future__ import annotations
@@ -23,6 +37,8 @@ import re
 import time
 from typing import Any
 
+from .. import untrusted
+from ..access import Principal
 from ..protocol import utc_ts
 
 _LOGGER = logging.getLogger(__name__)
@@ -35,8 +51,10 @@ MAX_MESSAGE_BYTES = 1024 * 1024
 HEARTBEAT_INTERVAL = 30.0
 IDLE_TIMEOUT = 60.0
 DEFAULT_RATE = 200.0  # messages per second, sustained
-DEFAULT_BURST = 400
+DEFAULT_BURST = 100  # environments: twice; at most the transport's send queue
 ENVIRONMENT_RATE_FACTOR = 10
+ENVIRONMENT_BURST_FACTOR = 2
+MAX_JSON_DEPTH = 32
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_TOO_BIG = 1009
@@ -67,6 +85,13 @@ class Identity:
         return {"id": self.client_id, "type": self.client_type}
 
 
+class IdentityError(PermissionError):
+    """A connection may not take this identity; ``str()`` says why."""
+
+
+type LocalHandler = Callable[[dict[str, Any], "Connection"], None]
+
+
 @dataclass(eq=False)
 class Connection:
     """One connected client, as the hub sees it."""
@@ -81,6 +106,18 @@ class Connection:
     received: int = 0
     sent: int = 0
     closed: bool = False
+    # Who connected it (None: a transport without Home Assistant users).
+    principal: Principal | None = None
+    # In-process agents get parsed envelopes here instead of ``send``.
+    local: LocalHandler | None = None
+    # Refusing its frames right now: one RATE_LIMITED error per stretch.
+    limited: bool = False
+    dropped: int = 0
+
+    @property
+    def user_id(self) -> str | None:
+        """Return the Home Assistant user who connected it, if any."""
+        return None if self.principal is None else self.principal.user_id
 
 
 @dataclass
@@ -104,14 +141,20 @@ class StarHub:
         rate: float = DEFAULT_RATE,
         burst: int = DEFAULT_BURST,
         idle_timeout: float = IDLE_TIMEOUT,
+        reserved: Callable[[Identity], bool] = lambda _identity: False,
+        on_owners_changed: Callable[[], None] = lambda: None,
     ) -> None:
-        """Create an empty hub."""
+        """Create an empty hub; ``reserved`` names identities no client may take."""
         self._clock = clock
         self.max_message_bytes = max_message_bytes
         self.rate = rate
         self.burst = burst
         self.idle_timeout = idle_timeout
+        self.reserved = reserved
+        self._on_owners_changed = on_owners_changed
         self._by_key: dict[tuple[str | None, str, str], Connection] = {}
+        # human id → the Home Assistant user it belongs to
+        self.human_owners: dict[str, str] = {}
         self.stats = HubStats()
         self._listeners: list[Callable[[], None]] = []
 
@@ -130,17 +173,93 @@ class StarHub:
     def _key(identity: Identity) -> tuple[str | None, str, str]:
         return (identity.env_id, identity.client_type, identity.client_id)
 
+    def check_identity(
+        self, identity: Identity, principal: Principal | None = None
+    ) -> None:
+        """Raise ``IdentityError`` unless ``principal`` may connect as ``identity``."""
+        if self.reserved(identity):
+            raise IdentityError(
+                f"{identity.client_type} {identity.client_id!r} is reserved for Soul"
+            )
+        user_id = None if principal is None else principal.user_id
+        old = self._by_key.get(self._key(identity))
+        if old is not None and not old.closed and old.user_id != user_id:
+            raise IdentityError(
+                f"{identity.client_type} {identity.client_id!r} is connected by "
+                "another user"
+            )
+        owner = self.human_owners.get(identity.client_id)
+        if identity.client_type == "human" and owner is not None and owner != user_id:
+            raise IdentityError(f"human {identity.client_id!r} belongs to another user")
+
     def connect(
         self,
         identity: Identity,
         send: Callable[[str], bool],
         close: Callable[[int, str], None],
+        *,
+        principal: Principal | None = None,
     ) -> Connection:
-        """Register a connection; a stale one with the same identity is taken over."""
+        """Register a connection; the same user's earlier one is taken over.
+
+        Raises ``IdentityError`` for a reserved identity, one connected by
+        another user, or a human id that belongs to another user.
+        """
+        self.check_identity(identity, principal)
+        if (
+            identity.client_type == "human"
+            and principal is not None
+            and principal.user_id is not None
+            and identity.client_id not in self.human_owners
+        ):
+            self.human_owners[identity.client_id] = principal.user_id
+            self._on_owners_changed()
         now = self._clock()
         connection = Connection(
-            identity, send, close, now, now, tokens=self.burst, token_time=now
+            identity,
+            send,
+            close,
+            now,
+            now,
+            tokens=self._burst_of(identity),
+            token_time=now,
+            principal=principal,
         )
+        return self._register(connection)
+
+    def connect_local(self, identity: Identity, handler: LocalHandler) -> Connection:
+        """Register an in-process client: ``handler(envelope, sender)`` gets its frames."""
+        now = self._clock()
+        connection = Connection(
+            identity,
+            lambda _text: True,
+            lambda _code, _reason: None,
+            now,
+            now,
+            local=handler,
+        )
+        return self._register(connection, greet=False)
+
+    def send_local(self, connection: Connection, envelope: dict[str, Any]) -> None:
+        """Route an envelope an in-process client sends (trusted: no checks)."""
+        if connection.closed:
+            return
+        envelope = {**envelope, "sender": connection.identity.as_party()}
+        self._route(
+            connection,
+            envelope,
+            json.dumps(envelope, ensure_ascii=False),
+            envelope.get("message_id"),
+            self._clock(),
+        )
+
+    def _burst_of(self, identity: Identity) -> float:
+        if identity.client_type == "environment":
+            return float(self.burst * ENVIRONMENT_BURST_FACTOR)
+        return float(self.burst)
+
+    def _register(self, connection: Connection, *, greet: bool = True) -> Connection:
+        identity = connection.identity
         if (old := self._by_key.get(self._key(identity))) is not None:
             _LOGGER.info(
                 "Star client %s reconnected; closing its old connection", identity
@@ -148,7 +267,8 @@ class StarHub:
             old.closed = True
             old.close(CLOSE_GOING_AWAY, "replaced by a new connection")
         self._by_key[self._key(identity)] = connection
-        self._send(connection, self._heartbeat(identity))
+        if greet:
+            self._send(connection, self._heartbeat(identity))
         self._changed()
         return connection
 
@@ -173,8 +293,18 @@ class StarHub:
 
     # -- frames -------------------------------------------------------------------
 
-    def receive(self, connection: Connection, raw: str | bytes) -> None:
-        """Handle one frame from ``connection``."""
+    def receive(
+        self,
+        connection: Connection,
+        raw: str | bytes,
+        *,
+        decoded: tuple[Any, str] | None = None,
+    ) -> None:
+        """Handle one frame from ``connection``.
+
+        ``decoded`` is ``decode_frame(raw, …)``'s result when the transport
+        already decoded a large frame off the event loop.
+        """
         if connection.closed:
             return
         now = self._clock()
@@ -197,16 +327,25 @@ class StarHub:
             self.disconnect(connection)
             return
         if not self._take_token(connection, now):
-            self._error(connection, RATE_LIMITED, "too many messages; slow down", None,
-                        suggested="wait and resend")  # fmt: skip
+            connection.dropped += 1
+            if not connection.limited:  # once per stretch, not once per frame
+                connection.limited = True
+                self._error(connection, RATE_LIMITED, "too many messages; slow down",
+                            None, suggested="wait and resend")  # fmt: skip
             return
-        try:
-            # Binary frames must be UTF-8 text, as text frames are.
-            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            envelope = json.loads(text)
-        except (ValueError, RecursionError) as err:
+        connection.limited = False
+        envelope, text = (
+            decoded
+            if decoded is not None
+            else decode_frame(raw, self.max_message_bytes)
+        )
+        if isinstance(envelope, untrusted.UntrustedInputError):
             self._error(
-                connection, VALIDATION_ERROR, "malformed JSON", None, [str(err)[:200]]
+                connection,
+                VALIDATION_ERROR,
+                "malformed JSON",
+                None,
+                [str(envelope)[:200]],
             )
             return
         problems = self._validate(envelope)
@@ -251,7 +390,7 @@ class StarHub:
             else 1
         )
         connection.tokens = min(
-            self.burst * scale,
+            self._burst_of(connection.identity),
             connection.tokens + (now - connection.token_time) * self.rate * scale,
         )
         connection.token_time = now
@@ -340,7 +479,13 @@ class StarHub:
             )
             return
         for target in targets:
-            self._send(target, text)
+            if target.local is not None:
+                try:
+                    target.local(envelope, sender)
+                except Exception:
+                    _LOGGER.exception("Star agent %s failed", target.identity)
+            else:
+                self._send(target, text)
         self.stats.routed += len(targets)
         self.stats.latencies.append(self._clock() - started)
 
@@ -413,6 +558,8 @@ class StarHub:
         """Send heartbeats; close connections silent for longer than the timeout."""
         now = self._clock()
         for connection in self.connections():
+            if connection.local is not None:
+                continue  # in-process: alive as long as Soul is
             if now - connection.last_seen > self.idle_timeout:
                 _LOGGER.info("Star client %s timed out", connection.identity)
                 connection.closed = True
@@ -420,6 +567,23 @@ class StarHub:
                 self.disconnect(connection)
             else:
                 self._send(connection, self._heartbeat(connection.identity))
+
+
+def decode_frame(raw: str | bytes, max_bytes: int) -> tuple[Any, str]:
+    """Return (envelope, text) of a frame, or (the ``UntrustedInputError``, "").
+
+    Thread-safe: the transport runs it off the event loop for large frames.
+    Binary frames must be UTF-8 text, as text frames are.
+    """
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        return untrusted.loads(
+            text, max_bytes=max_bytes, max_depth=MAX_JSON_DEPTH
+        ), text
+    except UnicodeDecodeError:
+        return untrusted.UntrustedInputError("binary frame is not UTF-8"), ""
+    except untrusted.UntrustedInputError as err:
+        return err, ""
 
 
 def _utf8_size(text: str, limit: int) -> int:

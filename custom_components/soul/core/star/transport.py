@@ -17,12 +17,24 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from .hub import CLOSE_POLICY, Identity, StarHub, valid_id
+from .. import untrusted
+from ..access import Principal
+from .hub import (
+    CLOSE_POLICY,
+    HUB_ID,
+    PERMISSION_DENIED,
+    Identity,
+    IdentityError,
+    StarHub,
+    decode_frame,
+    valid_id,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
-SEND_QUEUE = 256
+SEND_QUEUE = 256  # frames; at least a client's burst (hub.DEFAULT_BURST x 2)
 AUTH_TIMEOUT = 10.0
+AUTH_FRAME_BYTES = 8192
 CLOSE_TIMEOUT = 5.0  # then a client that stopped reading is aborted
 AUTH_INVALID = "invalid or missing access token"
 
@@ -49,34 +61,40 @@ def identity_from(match_info: Mapping[str, str]) -> Identity:
 
 async def frame_auth(
     ws: web.WebSocketResponse,
-    valid_token: Callable[[Any], bool],
+    authenticate: Callable[[Any], Any],
     *,
     timeout: float = AUTH_TIMEOUT,
     on_refused: Callable[[], None] = lambda: None,
-) -> bool:
+) -> Any:
     """Read the first frame as ``{"type": "auth", "access_token": …}``.
 
-    Answers ``auth_ok``, or calls ``on_refused``, answers ``auth_invalid`` and
-    closes with 1008.
+    ``authenticate(token)`` returns who the token belongs to (truthy) or a
+    falsy value. Answers ``auth_ok`` and returns that principal; or calls
+    ``on_refused``, answers ``auth_invalid``, closes with 1008 and returns None.
     """
     try:
         async with asyncio.timeout(timeout):
             message = await ws.receive()
-        frame = json.loads(message.data) if message.type is WSMsgType.TEXT else None
-    except (TimeoutError, ValueError, TypeError, RecursionError):
+        frame = (
+            untrusted.loads(message.data, max_bytes=AUTH_FRAME_BYTES, max_depth=4)
+            if message.type is WSMsgType.TEXT
+            else None
+        )
+    except (TimeoutError, ValueError, TypeError):
         frame = None
-    if (
-        isinstance(frame, dict)
-        and frame.get("type") == "auth"
-        and valid_token(frame.get("access_token"))
-    ):
+    principal = (
+        authenticate(frame.get("access_token"))
+        if isinstance(frame, dict) and frame.get("type") == "auth"
+        else None
+    )
+    if principal:
         await ws.send_json({"type": "auth_ok"})
-        return True
+        return principal
     on_refused()
     with contextlib.suppress(ConnectionError, RuntimeError):
         await ws.send_json({"type": "auth_invalid", "message": AUTH_INVALID})
     await ws.close(code=CLOSE_POLICY, message=b"authentication required")
-    return False
+    return None
 
 
 async def pump(
@@ -87,13 +105,17 @@ async def pump(
     *,
     queue_size: int = SEND_QUEUE,
     close_timeout: float = CLOSE_TIMEOUT,
+    principal: Principal | None = None,
 ) -> None:
     """Pump frames between the socket and the hub until either side ends.
 
     The connection gets a bounded send queue drained by a writer task; ``send``
     reports a full queue to the hub, which then cuts the slow client off. The
     hub's closes go out after the frames already queued; a client that does
-    not take the close frame within ``close_timeout`` is aborted.
+    not take the close frame within ``close_timeout`` is aborted. The reader
+    yields after every frame, so receivers' writers drain while a sender
+    bursts; frames over ``untrusted.LOOP_JSON_BYTES`` are decoded in a thread.
+    An identity the hub refuses gets a ``PERMISSION_DENIED`` error and 1008.
     """
     # Text to send, or (code, reason): close after what is already queued.
     queue: asyncio.Queue[str | tuple[int, str]] = asyncio.Queue(maxsize=queue_size)
@@ -133,16 +155,26 @@ async def pump(
             except (ConnectionError, RuntimeError):
                 return
 
-    connection = hub.connect(identity, send, close)
+    try:
+        connection = hub.connect(identity, send, close, principal=principal)
+    except IdentityError as err:
+        await refuse(ws, identity, str(err))
+        return
     writing = loop.create_task(writer())
     try:
         async for message in ws:
             if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                 try:
-                    hub.receive(connection, message.data)
+                    decoded = None
+                    if len(message.data) > untrusted.LOOP_JSON_BYTES:
+                        decoded = await asyncio.to_thread(
+                            decode_frame, message.data, hub.max_message_bytes
+                        )
+                    hub.receive(connection, message.data, decoded=decoded)
                 except Exception:
                     _LOGGER.exception("Star hub failed on a frame of %s", identity)
                     break
+                await asyncio.sleep(0)  # let the receivers' writers drain
             elif message.type is WSMsgType.ERROR:
                 break
             if connection.closed:
@@ -161,3 +193,23 @@ async def pump(
                 await closing[0]
         if not ws.closed:
             await ws.close()
+
+
+async def refuse(ws: web.WebSocketResponse, identity: Identity, reason: str) -> None:
+    """Answer ``PERMISSION_DENIED`` and close with 1008 (policy)."""
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        await ws.send_str(
+            json.dumps(
+                {
+                    "type": "error",
+                    "sender": {"id": HUB_ID, "type": HUB_ID},
+                    "recipient": identity.as_party(),
+                    "payload": {
+                        "error_code": PERMISSION_DENIED,
+                        "message": reason,
+                        "details": {"original_message_id": None},
+                    },
+                }
+            )
+        )
+    await ws.close(code=CLOSE_POLICY, message=reason.encode()[:120])
