@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Generator
 from pathlib import Path
 from typing import Any
-from unittest.mock import Mock
+from unittest.mock import Mock, PropertyMock, patch
 
 import custom_components  # noqa: F401  # isort: skip
 from homeassistant.components import mqtt
@@ -126,6 +126,17 @@ async def real_mqtt(
     unsubscribe_status()
     yield entry
     assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.fixture
+def entity_registry_enabled_by_default() -> Generator[None]:
+    """Enable the entities that are disabled by default (request it before setup)."""
+    with patch(
+        "homeassistant.helpers.entity.Entity.entity_registry_enabled_default",
+        new_callable=PropertyMock,
+        return_value=True,
+    ):
+        yield
 
 
 @pytest.fixture

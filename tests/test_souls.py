@@ -113,8 +113,8 @@ async def test_add_soul_in_the_ui(
     assert device is not None
     assert (device.name, device.model) == ("Aria", "ENFP")
     baseline = persona_from_mbti("ENFP").baseline
-    assert float(hass.states.get("sensor.aria_pleasure").state) == round(baseline.p, 2)
-    assert float(hass.states.get("sensor.aria_dominance").state) == round(baseline.d, 2)
+    assert float(hass.states.get("sensor.aria_pleasure").state) == round(baseline.p, 1)
+    assert float(hass.states.get("sensor.aria_dominance").state) == round(baseline.d, 1)
     assert hass.states.get("sensor.aria_mood").state == "exuberant"
     assert hass.states.get("sensor.aria_execution_mode").state == "auto_execute"
     probability = hass.states.get("sensor.aria_execution_probability")

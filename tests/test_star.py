@@ -312,6 +312,21 @@ async def test_a_soul_answers_chat_actions(
     assert session.context[-1]["event"] == event
 
 
+async def test_rate_sensors_are_off_by_default(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """They write a state every 10 s: not in the recorder unless the user asks."""
+    from homeassistant.helpers import entity_registry as er
+
+    registry = er.async_get(hass)
+    for key in ("star_messages", "star_errors", "star_routing_latency"):
+        entry = registry.async_get(f"sensor.soul_{key}")
+        assert entry is not None
+        assert entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION
+    assert hass.states.get("sensor.soul_star_agents") is not None
+
+
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
 async def test_sensors_and_diagnostics(
     hass: HomeAssistant,
     clients: Clients,

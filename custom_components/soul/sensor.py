@@ -109,9 +109,10 @@ def _pad_sensor(key: str) -> SoulSensorDescription:
         key=key,
         translation_key=key,
         state_class=SensorStateClass.MEASUREMENT,
-        suggested_display_precision=2,
-        # Shown to two decimals; the state changes only when those change.
-        value_fn=lambda s: round(getattr(s, key[0]), 2),
+        suggested_display_precision=1,
+        # To one decimal: a soul settling towards its baseline writes a new
+        # state (a recorder row) about 15 times an hour, not 150.
+        value_fn=lambda s: round(getattr(s, key[0]), 1),
     )
 
 
@@ -198,6 +199,8 @@ class StarRateSensor(SoulEntity, SensorEntity):
     _attr_state_class = SensorStateClass.MEASUREMENT
     _attr_entity_category = EntityCategory.DIAGNOSTIC
     _attr_suggested_display_precision = 1
+    # A state every 10 s: off unless the user wants it in the recorder.
+    _attr_entity_registry_enabled_default = False
 
     def __init__(self, entry: SoulConfigEntry, key: str, unit: str) -> None:
         """Measure ``key``: star_messages, star_errors or star_latency."""

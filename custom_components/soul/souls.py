@@ -253,8 +253,15 @@ def _event_forwarder(
 
     @callback
     def forward(event: SoulEvent) -> None:
-        for payload in event.published:
-            hass.bus.async_fire(EVENT_EMOTION_UPDATE, payload)
+        previous, now = event.previous, event.snapshot
+        changed = previous is None or (
+            previous.mood is not now.mood or previous.exec_mode is not now.exec_mode
+        )
+        # Home Assistant's recorder keeps every bus event: not one per 3 s tick,
+        # only user turns and ticks that changed the mood or the execution mode.
+        if event.user_emotion is not None or changed:
+            for payload in event.published:
+                hass.bus.async_fire(EVENT_EMOTION_UPDATE, payload)
         if event.terminal_id is not None and event.user_emotion is not None:
             terminal_device = find_device(hass, entry.entry_id, event.terminal_id)
             emotion = event.user_emotion
@@ -272,10 +279,7 @@ def _event_forwarder(
                     "d": emotion.get("d"),
                 },
             )
-        previous, now = event.previous, event.snapshot
-        if previous is None or (
-            previous.mood is now.mood and previous.exec_mode is now.exec_mode
-        ):
+        if previous is None or not changed:
             return  # the usual tick: no device lookup
         soul_device = find_device(
             hass, entry.entry_id, soul_identifier(event.soul_id)[1]
