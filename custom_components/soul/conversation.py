@@ -17,6 +17,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent, llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .access import principal_of
 from .compat import schema_to_json, tool_output
 from .const import CONF_TERMINAL, DOMAIN
 from .core.chat import ChatError
@@ -117,6 +118,12 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
             )
         except conversation.ConverseError as err:
             return err.as_conversation_result()
+        if (
+            (user_id := user_input.context.user_id) is not None
+            and (user := await self.hass.auth.async_get_user(user_id)) is not None
+            and not principal_of(user).may_control
+        ):
+            return _error(user_input, "A read-only user may not make a body act.")
         terminal_id = self._terminal_id()
         if terminal_id is None:
             return _error(

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..safe_regex import UnsafeRegexError, compile_untrusted
 from ..trie_regex import alternation
+from ..untrusted import is_text
 from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
 from .text import to_simplified
 
@@ -258,14 +259,24 @@ def _intent(index: int, raw: Any, seen: set[str]) -> Intent:
         raise IntentFilterError(
             "every intent_catalog entry needs a non-empty string id"
         )
+    if not is_text(intent_id, MAX_ID_LENGTH):
+        raise IntentFilterError(
+            f"intent id {intent_id[:40]!r} is not one line of text of at most "
+            f"{MAX_ID_LENGTH} characters"
+        )
     if len(intent_id) > MAX_ID_LENGTH:
         raise IntentFilterError(f"intent id longer than {MAX_ID_LENGTH} characters")
     if intent_id in seen:
         raise IntentFilterError(f"duplicate intent id {intent_id!r} in intent_catalog")
     seen.add(intent_id)
     name = raw.get("name", intent_id)
-    if not isinstance(name, str):
-        raise IntentFilterError(_where(intent_id, "name must be a string"))
+    if not is_text(name, MAX_ID_LENGTH):
+        raise IntentFilterError(
+            _where(
+                intent_id,
+                f"name must be one line of at most {MAX_ID_LENGTH} characters",
+            )
+        )
     match = raw.get("match", {})
     if not isinstance(match, Mapping):
         raise IntentFilterError(_where(intent_id, "match must be an object"))
