@@ -1,10 +1,10 @@
 """Soul's HTTP API under ``/api/soul/v1`` (Home Assistant authentication required).
 
 Every failure is a JSON answer with a documented code (docs/security.md):
-400 for invalid input, 401 for an action only an administrator may take
-(Home Assistant's ``require_admin``), 403 for acting for another user, on
-another user's session or as a read-only user, 404 for an unknown soul, 413
-for a body over 512 KiB, 503 while Soul is not set up. Bodies are read whole
+400 for invalid input, 401 without a valid token (Home Assistant's), 403 for
+what only an administrator may do, for acting for another user, on another
+user's session or as a read-only user, 404 for an unknown soul, 413 for a
+body over 512 KiB, 503 while Soul is not set up. Bodies are read whole
 up to the limit, decoded as strict UTF-8 JSON without lone surrogates and at
 most 32 levels deep; large ones are decoded in the executor.
 """
@@ -18,7 +18,6 @@ from typing import Any
 
 from aiohttp import web
 from homeassistant.components.http import KEY_HASS, HomeAssistantView
-from homeassistant.components.http.decorators import require_admin
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.util import dt as dt_util
 
@@ -209,12 +208,12 @@ class SoulsView(HomeAssistantView):
         ]
         return self.json({"souls": souls})
 
-    @require_admin
     @_answers()
     async def post(self, request: web.Request) -> web.Response:
         """Create a soul."""
         hass = request.app[KEY_HASS]
         principal = principal_of_request(request)
+        principal.require_admin("create souls")
         body = await _json_object(request)
         try:
             validate_soul_fields(
@@ -249,10 +248,10 @@ class SelectSoulView(HomeAssistantView):
     name = "api:soul:souls:select"
     requires_auth = True
 
-    @require_admin
     @_answers()
     async def post(self, request: web.Request) -> web.Response:
         """Bind the terminal."""
+        principal_of_request(request).require_admin("bind bodies to souls")
         body = await _json_object(request)
         terminal_id = _required_str(body, "terminal_id")
         soul_key = _required_str(body, "soul_id", MAX_NAME_LENGTH * 2)

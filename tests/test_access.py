@@ -1,0 +1,321 @@
+"""Who may do what, over every view, action and Star path (docs/security.md).
+
+An administrator, a user and a read-only user each try everything.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import WSServerHandshakeError
+from homeassistant.auth.const import GROUP_ID_USER
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import Unauthorized
+import pytest
+from pytest_homeassistant_custom_component.common import (
+    CLIENT_ID,
+    MockConfigEntry,
+    MockUser,
+)
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from custom_components.soul.const import DOMAIN
+
+from .test_star import BASE, envelope, receive
+from .test_terminals import T, announce
+
+SOULS = "/api/soul/v1/souls"
+SELECT = "/api/soul/v1/souls/select"
+CHAT = "/api/soul/v1/chat"
+FILTER = "/api/soul/v1/intents/filter"
+ANALYZE = "/api/soul/v1/emotion/analyze"
+CATALOG = [{"id": "light", "match": {"keywords_any": ["灯"]}}]
+
+
+def chat_body(session_id: str = "s-1", **extra: Any) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "terminal_id": T,
+        "inputs": [{"type": "keyboard_text", "text": "你好"}],
+        **extra,
+    }
+
+
+class Caller:
+    """One Home Assistant user with an HTTP client."""
+
+    def __init__(self, user: Any, token: str, client: Any) -> None:
+        self.user = user
+        self.token = token
+        self.client = client
+
+    @property
+    def context(self) -> Context:
+        return Context(user_id=self.user.id)
+
+
+async def _caller(
+    hass: HomeAssistant, hass_client: ClientSessionGenerator, user: Any
+) -> Caller:
+    refresh = await hass.auth.async_create_refresh_token(user, CLIENT_ID)
+    token = hass.auth.async_create_access_token(refresh)
+    return Caller(user, token, await hass_client(token))
+
+
+@pytest.fixture
+async def callers(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+    hass_admin_user: MockUser,
+    hass_read_only_user: MockUser,
+) -> dict[str, Caller]:
+    """An administrator, a user and a read-only user; a body bound to a soul."""
+    user = await hass.auth.async_create_user("Kid", group_ids=[GROUP_ID_USER])
+    announce(hass)  # the soul "friendly", bound to the body
+    await hass.async_block_till_done()
+    return {
+        "admin": await _caller(hass, hass_client, hass_admin_user),
+        "user": await _caller(hass, hass_client, user),
+        "read_only": await _caller(hass, hass_client, hass_read_only_user),
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body", "expected"),
+    [
+        ("get", SOULS, None, {"admin": 200, "user": 200, "read_only": 200}),
+        (
+            "post",
+            SOULS,
+            {"name": "Nova", "mbti_type": "INTJ"},
+            {"admin": 201, "user": 403, "read_only": 403},
+        ),
+        (
+            "post",
+            SELECT,
+            {"terminal_id": "other-body", "soul_id": "friendly"},
+            {"admin": 200, "user": 403, "read_only": 403},
+        ),
+        (
+            "post",
+            FILTER,
+            {"command": "开灯", "intent_catalog": CATALOG},
+            {"admin": 200, "user": 200, "read_only": 200},
+        ),
+        (
+            "post",
+            FILTER,
+            {"command": "开灯", "terminal_id": T},
+            {"admin": 200, "user": 200, "read_only": 403},
+        ),
+        (
+            "post",
+            ANALYZE,
+            {"text": "我好开心"},
+            {"admin": 200, "user": 200, "read_only": 200},
+        ),
+        (
+            "post",
+            ANALYZE,
+            {"text": "我好开心", "terminal_id": T},
+            {"admin": 200, "user": 200, "read_only": 403},
+        ),
+    ],
+)
+async def test_every_view_for_every_kind_of_user(
+    callers: dict[str, Caller],
+    method: str,
+    url: str,
+    body: Any,
+    expected: dict[str, int],
+) -> None:
+    for kind, caller in callers.items():
+        response = await getattr(caller.client, method)(url, json=body)
+        assert response.status == expected[kind], (kind, await response.text())
+        assert isinstance(await response.json(), dict)
+
+
+async def test_chat_is_the_callers_own(callers: dict[str, Caller]) -> None:
+    admin, user, read_only = callers["admin"], callers["user"], callers["read_only"]
+    # Everyone with control chats as themselves.
+    response = await user.client.post(CHAT, json=chat_body("kid-session"))
+    assert response.status == 200
+    # A read-only user may not make a body act.
+    response = await read_only.client.post(CHAT, json=chat_body("ro-session"))
+    assert response.status == 403
+    # Only an administrator acts for someone else.
+    response = await user.client.post(
+        CHAT, json=chat_body("kid-2", user_id=admin.user.id)
+    )
+    assert response.status == 403
+    assert "administrator" in (await response.json())["error"]
+    response = await admin.client.post(
+        CHAT, json=chat_body("for-kid", user_id=user.user.id)
+    )
+    assert response.status == 200
+    # Sessions belong to their user: nobody continues (or wipes) another's.
+    response = await admin.client.post(CHAT, json=chat_body("dad-session"))
+    assert response.status == 200
+    response = await user.client.post(CHAT, json=chat_body("dad-session"))
+    assert response.status == 403
+    assert "another user" in (await response.json())["error"]
+
+
+async def test_listing_souls_shows_the_callers_own(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    admin, user = callers["admin"], callers["user"]
+    for name, owner in (("Mine", user.user.id), ("Dads", admin.user.id)):
+        response = await admin.client.post(
+            SOULS, json={"name": name, "mbti_type": "ENFP", "user_id": owner}
+        )
+        assert response.status == 201
+    listing = await (await user.client.get(SOULS)).json()
+    names = {s["name"] for s in listing["souls"]}
+    assert "Mine" in names
+    assert "Dads" not in names
+    response = await user.client.get(SOULS, params={"user_id": admin.user.id})
+    assert response.status == 403
+    everything = await (await admin.client.get(SOULS)).json()
+    assert {"Mine", "Dads"} <= {s["name"] for s in everything["souls"]}
+
+
+@pytest.mark.parametrize(
+    ("service", "data", "allowed"),
+    [
+        ("create_soul", {"name": "Nova", "mbti_type": "INTJ"}, {"admin"}),
+        ("select_soul", {"terminal_id": "other", "soul_id": "friendly"}, {"admin"}),
+        ("invoke_skill", None, {"admin", "user"}),
+    ],
+)
+async def test_actions_check_their_caller(
+    hass: HomeAssistant,
+    callers: dict[str, Caller],
+    service: str,
+    data: dict[str, Any] | None,
+    allowed: set[str],
+) -> None:
+    if data is None:  # invoke_skill needs the body's device
+        from homeassistant.helpers import device_registry as dr
+
+        device = dr.async_get(hass).async_get_device(identifiers={(DOMAIN, T)})
+        assert device is not None
+        data = {"device_id": device.id, "skill": "no_such_skill"}
+    for kind, caller in callers.items():
+        if kind in allowed:
+            try:
+                await hass.services.async_call(
+                    DOMAIN,
+                    service,
+                    data,
+                    blocking=True,
+                    context=caller.context,
+                    return_response=True,
+                )
+            except Unauthorized:
+                pytest.fail(f"{kind} may call {service}")
+            except Exception:  # noqa: BLE001, S110 - refused for another reason
+                pass
+        else:
+            with pytest.raises(Unauthorized):
+                await hass.services.async_call(
+                    DOMAIN,
+                    service,
+                    data,
+                    blocking=True,
+                    context=caller.context,
+                    return_response=True,
+                )
+
+
+async def test_memory_actions_act_for_the_caller(
+    hass: HomeAssistant, callers: dict[str, Caller]
+) -> None:
+    """Memory is off here: the user check comes first, whatever the backend."""
+    user, admin = callers["user"], callers["admin"]
+    for service, data in (
+        ("recall", {"query": "door code", "user_id": admin.user.id}),
+        ("remember", {"text": "x", "user_id": admin.user.id}),
+    ):
+        with pytest.raises(Unauthorized):
+            await hass.services.async_call(
+                DOMAIN,
+                service,
+                data,
+                blocking=True,
+                context=user.context,
+                return_response=service == "recall",
+            )
+    with pytest.raises(Unauthorized):
+        await hass.services.async_call(
+            DOMAIN, "forget", {"user_id": admin.user.id}, blocking=True,
+            context=user.context,
+        )  # fmt: skip
+
+
+async def _star(caller: Caller, path: str) -> Any:
+    ws = await caller.client.ws_connect(BASE + path)
+    first = json.loads((await ws.receive(timeout=5)).data)
+    return ws, first
+
+
+async def test_star_identities_are_home_assistants(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    admin, user, read_only = callers["admin"], callers["user"], callers["read_only"]
+    soul_id = init_integration.runtime_data.souls.soul_of(T).soul_id
+    # Soul's own identities are reserved, for every token.
+    for caller in (admin, user):
+        for path in (
+            f"/env/home/agent/soul_{soul_id}",
+            "/env/home",
+            "/env/lab1/agent/soul_x1",
+        ):
+            with pytest.raises(WSServerHandshakeError) as refused:
+                await caller.client.ws_connect(BASE + path)
+            assert refused.value.status == 403
+    # A human id belongs to its first user: nobody else takes it over.
+    dad, greeting = await _star(admin, "/human/dad01")
+    assert greeting["type"] == "heartbeat"
+    with pytest.raises(WSServerHandshakeError) as refused:
+        await user.client.ws_connect(BASE + "/human/dad01")
+    assert refused.value.status == 403
+    await dad.close()
+    await hass.async_block_till_done()
+    with pytest.raises(WSServerHandshakeError):  # not even once dad is gone
+        await user.client.ws_connect(BASE + "/human/dad01")
+    assert init_integration.runtime_data.star.human_owners["dad01"] == admin.user.id
+    # The same user takes over their own connection.
+    dad, _ = await _star(admin, "/human/dad01")
+    dad_again, _ = await _star(admin, "/human/dad01")
+    await dad_again.close()
+    await dad.close()
+
+    async def chat(caller: Caller, human: str, **parameters: Any) -> dict[str, Any]:
+        ws, _ = await _star(caller, f"/human/{human}")
+        action = {
+            "type": "action",
+            "action": "chat",
+            "id": "c1",
+            "parameters": {"text": "你好", **parameters},
+        }
+        await ws.send_json(
+            envelope((human, "human"), (f"soul_{soul_id}", "agent"), action)
+        )
+        outcome = (await receive(ws))["payload"]["outcome"]
+        await ws.close()
+        return outcome
+
+    assert (await chat(user, "kid01"))["status"] == "success"
+    refused_other = await chat(user, "kid02", user_id=admin.user.id)
+    assert refused_other["status"] == "error"
+    assert "administrator" in refused_other["message"]
+    assert (await chat(admin, "dad01", user_id=user.user.id))["status"] == "success"
+    read_only_outcome = await chat(read_only, "ro001")
+    assert read_only_outcome["status"] == "error"
+    assert "read-only" in read_only_outcome["message"]
+    # Chat sessions of Star clients ran as their users.
+    sessions = init_integration.runtime_data.chat.sessions
+    assert sessions["star-kid01"].user_id == user.user.id
