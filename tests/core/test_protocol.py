@@ -380,5 +380,7 @@ def test_a_chain_of_bounded_repeats_in_a_schema_pattern_is_bounded() -> None:
     skill = parse_skills("t1", {"skills": [_skill(schema)]}).skills[0]
     started = time.perf_counter()
     errors = skill.argument_errors({"s": "a" * 80})
-    assert time.perf_counter() - started < 0.05
+    assert (
+        time.perf_counter() - started < 1.0
+    )  # a hang detector (it froze 14 s); timings live in benchmarks/
     assert errors

@@ -185,8 +185,14 @@ def parse_skill(raw: Any) -> Skill:
     if not isinstance(schema, Mapping):
         raise ProtocolError(f"skill {name}: input_schema must be a JSON object")
     try:
+        untrusted.check_json(
+            schema,
+            max_bytes=MAX_PAYLOAD_BYTES,
+            max_depth=MAX_JSON_DEPTH,
+            what="input_schema",
+        )
         schema = inline_refs(dict(schema))
-    except SchemaRefError as err:
+    except (SchemaRefError, untrusted.UntrustedInputError) as err:
         raise ProtocolError(f"skill {name}: {err}") from None
     if _depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
         raise ProtocolError(

@@ -159,6 +159,11 @@ def _strings(
             raise IntentFilterError(f"{where} must contain non-empty strings")
         if len(item) > length:
             raise IntentFilterError(f"{where} item longer than {length} characters")
+        if not is_text(item, length):
+            raise IntentFilterError(
+                f"{where} item {item[:40]!r} holds a control character or a lone "
+                "surrogate"
+            )
         out.append(item.strip())
     return out
 

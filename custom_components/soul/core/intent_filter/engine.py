@@ -21,6 +21,7 @@ from typing import Any
 import uuid
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .. import untrusted
 from ..safe_regex import (
     RegexBudgetError,
     RegexTimeoutError,
@@ -274,6 +275,12 @@ def _parse_request(request: Any, default_timezone: str) -> _Request:
         raise IntentFilterError(
             f"command is longer than {MAX_COMMAND_LENGTH} characters"
         )
+    try:
+        untrusted.text(
+            command, "command", max_length=MAX_COMMAND_LENGTH, multiline=True
+        )
+    except untrusted.UntrustedInputError as err:
+        raise IntentFilterError(str(err)) from None
     if "intent_catalog" not in request:
         raise IntentFilterError("intent_catalog is required")
     raw_options = request.get("options")

@@ -1,0 +1,218 @@
+"""Properties of the core's entry points under hostile input (no Home Assistant).
+
+Each parser either accepts an input (and then what it returns serialises and
+holds no lone surrogate) or refuses it with its own documented error; none
+lets another exception escape. Catalogs, skill schemas, patterns, chat
+requests and Star frames are covered; ``tests/test_hostile_*.py`` drive the
+same inputs through Home Assistant.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from custom_components.soul.core import untrusted
+from custom_components.soul.core.chat import ChatError, parse_chat_request
+from custom_components.soul.core.intent_filter import (
+    IntentFilterError,
+    compile_catalog,
+    filter_intents,
+)
+from custom_components.soul.core.protocol import ProtocolError, parse_skills
+from custom_components.soul.core.safe_regex import (
+    UnsafeRegexError,
+    compile_untrusted,
+    search,
+)
+from custom_components.soul.core.star.hub import Identity, StarHub
+
+from ..hostile import hostile_text, json_values, mutated, raw_payloads
+from .spec_payloads import CATALOG, SKILLS
+
+PROPERTY = settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def serialises(value: Any) -> None:
+    """``value`` is plain JSON that UTF-8 can carry (what every store needs)."""
+    json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+@PROPERTY
+@given(raw_payloads)
+def test_loads_accepts_clean_json_or_refuses(raw: bytes) -> None:
+    try:
+        value = untrusted.loads(raw, max_bytes=1 << 20)
+    except untrusted.UntrustedInputError:
+        return
+    serialises(value)
+    untrusted.check_json(value, max_bytes=1 << 21)
+
+
+@PROPERTY
+@given(hostile_text, st.booleans())
+def test_text_accepts_only_storable_text(value: str, multiline: bool) -> None:
+    try:
+        accepted = untrusted.text(value, "f", max_length=100, multiline=multiline)
+    except untrusted.UntrustedInputError:
+        accepted = None
+    if accepted is not None:
+        accepted.encode("utf-8")
+        assert len(accepted) <= 100
+    cleaned = untrusted.clean(value, 50)
+    cleaned.encode("utf-8")
+    assert len(cleaned) <= 50
+
+
+CATALOG_ENTRY = CATALOG["intent_catalog"][0]
+catalogs = st.one_of(
+    json_values,
+    st.lists(mutated(CATALOG_ENTRY), min_size=1, max_size=4),
+    st.lists(
+        st.builds(
+            lambda rule, values: {**CATALOG_ENTRY, "match": {rule: values}},
+            st.sampled_from(["regex_any", "regex_all", "keywords_any", "examples"]),
+            st.lists(hostile_text, min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+
+
+@PROPERTY
+@given(catalogs, hostile_text)
+def test_catalogs_compile_or_are_refused(entries: Any, command: str) -> None:
+    try:
+        compile_catalog(entries)
+    except IntentFilterError:
+        return
+    try:
+        response = filter_intents({"command": command, "intent_catalog": entries})
+    except IntentFilterError:
+        return  # e.g. an empty or overlong command
+    serialises(response)
+
+
+skill_entries = st.one_of(
+    mutated(SKILLS["skills"][0]),
+    st.builds(
+        lambda schema: {"name": "do_it", "input_schema": schema},
+        st.one_of(
+            json_values,
+            st.builds(
+                lambda prop: {"type": "object", "properties": {"a": prop}},
+                st.dictionaries(
+                    st.sampled_from(
+                        ["type", "pattern", "$ref", "enum", "minimum", "items"]
+                    ),
+                    json_values,
+                    max_size=3,
+                ),
+            ),
+        ),
+    ),
+)
+
+
+@PROPERTY
+@given(st.lists(skill_entries, max_size=3), json_values)
+def test_skills_parse_and_validate_or_are_refused(
+    entries: list[Any], arguments: Any
+) -> None:
+    try:
+        snapshot = parse_skills("t1", {"skills": entries})
+    except ProtocolError:
+        return
+    for skill in snapshot.skills:
+        serialises(skill.input_schema)
+        errors = skill.argument_errors(arguments)  # never raises
+        assert all(isinstance(e, str) for e in errors)
+
+
+@PROPERTY
+@given(hostile_text, hostile_text)
+def test_patterns_compile_and_match_or_are_refused(pattern: str, text: str) -> None:
+    try:
+        compile_untrusted(pattern)
+        search(pattern, text, timeout=0.005)
+    except UnsafeRegexError:
+        pass
+
+
+@PROPERTY
+@given(
+    st.one_of(
+        json_values,
+        mutated(
+            {
+                "session_id": "s",
+                "terminal_id": "t1",
+                "user_id": "u",
+                "soul_id": "x",
+                "inputs": [{"type": "keyboard_text", "text": "开灯"}],
+            }
+        ),
+    )
+)
+def test_chat_requests_parse_or_are_refused(body: Any) -> None:
+    try:
+        request = parse_chat_request(body)
+    except ChatError:
+        return
+    serialises([request.session_id, request.terminal_id, request.text])
+    serialises(list(request.context))
+
+
+class _Peer:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.closes: list[tuple[int, str]] = []
+
+    def send(self, text: str) -> bool:
+        self.texts.append(text)
+        return True
+
+    def close(self, code: int, reason: str) -> None:
+        self.closes.append((code, reason))
+
+
+frames = st.one_of(
+    raw_payloads,
+    raw_payloads.map(lambda raw: raw.decode("utf-8", "replace")),
+    mutated(
+        {
+            "type": "message",
+            "sender": {"id": "agent_1", "type": "agent"},
+            "recipient": {"id": "world_1", "type": "environment"},
+            "payload": {"type": "action", "action": "chat", "parameters": {}},
+            "message_id": "m1",
+        }
+    ).map(lambda envelope: json.dumps(envelope).encode()),
+)
+
+
+@PROPERTY
+@given(st.lists(frames, min_size=1, max_size=5))
+def test_star_frames_are_routed_or_answered(batch: list[Any]) -> None:
+    hub = StarHub()
+    env_peer, agent_peer = _Peer(), _Peer()
+    hub.connect(
+        Identity("environment", "world_1", "world_1"), env_peer.send, env_peer.close
+    )
+    agent = hub.connect(
+        Identity("agent", "agent_1", "world_1"), agent_peer.send, agent_peer.close
+    )
+    for frame in batch:
+        hub.receive(agent, frame)  # never raises
+    for text in [*env_peer.texts, *agent_peer.texts]:
+        text.encode("utf-8")  # what the hub sends is sendable
+        assert isinstance(json.loads(text), dict)

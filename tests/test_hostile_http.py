@@ -1,0 +1,180 @@
+"""Property: no HTTP body makes a view fail, and every store still serialises.
+
+Every answer is a documented code with a JSON body, whatever the body:
+random bytes, hostile JSON, or a valid request with fields dropped or made
+hostile (lone surrogates, control characters, wrong types, deep nesting).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+import urllib.parse
+
+from homeassistant.core import HomeAssistant
+from hypothesis import strategies as st
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from .hostile import (
+    assert_stores_serialise,
+    check_property,
+    hostile_text,
+    mutated,
+    raw_payloads,
+)
+from .test_terminals import T, announce
+
+DOCUMENTED = {200, 201, 400, 403, 404, 413, 503}
+CATALOG = [
+    {
+        "id": "light",
+        "match": {"keywords_any": ["灯"], "regex_any": ["(开|关)灯"]},
+        "slots": [{"name": "mode", "regex": "(开|关)"}],
+    }
+]
+VALID: dict[str, dict[str, Any]] = {
+    "/api/soul/v1/chat": {
+        "session_id": "s-1",
+        "terminal_id": T,
+        "user_id": None,
+        "soul_id": "x",
+        "inputs": [
+            {"type": "keyboard_text", "text": "把灯调成绿色"},
+            {"type": "sensor_state", "value": 1},
+        ],
+    },
+    "/api/soul/v1/souls": {"name": "Nova", "mbti_type": "INTJ", "persona": "kind"},
+    "/api/soul/v1/souls/select": {"terminal_id": T, "soul_id": "friendly"},
+    "/api/soul/v1/intents/filter": {
+        "command": "开灯然后10分钟后提醒我",
+        "intent_catalog": CATALOG,
+        "timezone": "Asia/Shanghai",
+        "now": "2026-01-01T08:00:00",
+        "locale": "zh-CN",
+        "options": {"max_intents": 2},
+    },
+    "/api/soul/v1/emotion/analyze": {
+        "text": "我好开心",
+        "terminal_id": T,
+        "session_id": "s-2",
+    },
+}
+
+
+def bodies(url: str) -> st.SearchStrategy[bytes]:
+    """Raw bodies for ``url``: anything, or its valid request made hostile."""
+    return st.one_of(
+        raw_payloads,
+        mutated(VALID[url]).map(lambda body: json.dumps(body).encode()),
+    )
+
+
+@pytest.fixture
+async def client(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+) -> Any:
+    announce(hass)
+    await hass.async_block_till_done()
+    return await hass_client()
+
+
+@pytest.mark.parametrize("url", list(VALID))
+async def test_any_body_gets_a_documented_answer(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    client: Any,
+    url: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    statuses: set[int] = set()
+
+    async def post(body: bytes) -> None:
+        response = await client.post(
+            url, data=body, headers={"Content-Type": "application/json"}
+        )
+        statuses.add(response.status)
+        assert response.status in DOCUMENTED, (body[:200], await response.text())
+        assert isinstance(await response.json(), dict)
+
+    await check_property(hass, bodies(url), post, max_examples=80)
+    await hass.async_block_till_done()
+    assert 400 in statuses  # the hostile inputs were refused …
+    assert statuses & {200, 201}  # … and valid ones still work
+    assert_stores_serialise(hass, init_integration)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_any_query_lists_souls(
+    hass: HomeAssistant, init_integration: MockConfigEntry, client: Any
+) -> None:
+    """Any bytes, percent-encoded, as ``user_id`` (CESU surrogates included)."""
+
+    async def get(raw: bytes) -> None:
+        response = await client.get(
+            "/api/soul/v1/souls?user_id=" + urllib.parse.quote_from_bytes(raw)
+        )
+        assert response.status in DOCUMENTED
+        if response.content_type == "application/json":
+            assert isinstance(await response.json(), dict)
+        else:  # Home Assistant's own filter refuses control characters first
+            assert response.status == 400
+
+    queries = st.one_of(
+        st.binary(max_size=60),
+        hostile_text.map(lambda t: t.encode("utf-8", "surrogatepass")),
+    )
+    await check_property(hass, queries, get, max_examples=60)
+
+
+@pytest.mark.parametrize(
+    "timezone", ["/etc/passwd", "../x", "Asia/Shanghai/", "x" * 5000, "\ud800", 5]
+)
+async def test_hostile_timezones_are_400(client: Any, timezone: Any) -> None:
+    body = {**VALID["/api/soul/v1/intents/filter"], "timezone": timezone}
+    response = await client.post("/api/soul/v1/intents/filter", data=json.dumps(body))
+    assert response.status == 400
+    message = (await response.json())["message"]
+    assert "timezone" in message or "surrogate" in message
+
+
+async def test_a_body_up_to_the_limit_is_read_whole(client: Any) -> None:
+    """Issue 13: bodies above ~128 KiB were cut short and called invalid JSON."""
+    filler = "x" * (300 * 1024)
+    body = {**VALID["/api/soul/v1/intents/filter"], "request_id": "r1", "pad": filler}
+    response = await client.post("/api/soul/v1/intents/filter", data=json.dumps(body))
+    assert response.status == 200, await response.text()
+    response = await client.post(
+        "/api/soul/v1/intents/filter", data=b" " * (600 * 1024)
+    )
+    assert response.status == 413
+
+
+async def test_chat_with_a_bad_terminal_id_and_a_valid_soul_is_400(
+    hass: HomeAssistant, init_integration: MockConfigEntry, client: Any
+) -> None:
+    soul = init_integration.runtime_data.souls.soul_of(T)
+    body = {
+        **VALID["/api/soul/v1/chat"],
+        "terminal_id": "bad id!",
+        "soul_id": soul.soul_id,
+    }
+    response = await client.post("/api/soul/v1/chat", data=json.dumps(body))
+    assert response.status == 400
+    assert "terminal_id" in (await response.json())["error"]
+
+
+@pytest.mark.parametrize("field", ["name", "persona"])
+async def test_a_lone_surrogate_never_reaches_a_registry(
+    hass: HomeAssistant, init_integration: MockConfigEntry, client: Any, field: str
+) -> None:
+    """Issue 13: one soul name with a lone surrogate stopped Home Assistant saving."""
+    body = {"name": "Nova", "mbti_type": "INTJ", field: "bad\ud800"}
+    response = await client.post("/api/soul/v1/souls", data=json.dumps(body))
+    assert response.status == 400
+    assert "surrogate" in (await response.json())["message"]
+    assert_stores_serialise(hass, init_integration)
