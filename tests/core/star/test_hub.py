@@ -482,3 +482,79 @@ def test_size_limit_counts_bytes(hub: StarHub) -> None:
     hub.receive(agent, text)
     assert env_peer.texts == []
     assert_error(peer.received[0], MESSAGE_TOO_LARGE, agent)
+
+
+def test_a_flooder_gets_one_rate_limited_per_stretch(clock: Clock) -> None:
+    """Issue 13: a flooder's own error queue filled and it got 1013 instead."""
+    hub = StarHub(clock=clock)
+    _env, env_peer = join(hub, "environment", "world_1")
+    flooder, peer = join(hub, "agent", "agent_f")
+    for _ in range(10_000):
+        hub.receive(flooder, envelope(flooder, ("environment", "world_1")))
+    assert len(env_peer.texts) == hub.burst  # the burst went through
+    assert [e["payload"]["error_code"] for e in peer.received] == [RATE_LIMITED]
+    assert not flooder.closed and peer.closes == []
+    assert flooder.dropped == 10_000 - hub.burst
+    clock.advance(1.0)  # tokens back: the next stretch is told once more
+    for _ in range(1000):
+        hub.receive(flooder, envelope(flooder, ("environment", "world_1")))
+    assert [e["payload"]["error_code"] for e in peer.received] == [RATE_LIMITED] * 2
+
+
+def test_a_burst_fits_every_receivers_queue() -> None:
+    """Within the limit, a burst never cuts an actively reading receiver off."""
+    from custom_components.soul.core.star.transport import SEND_QUEUE
+
+    hub = StarHub()
+    assert hub.burst * 2 <= SEND_QUEUE  # environments burst twice as much
+
+
+def test_reserved_identities_and_owners(clock: Clock) -> None:
+    from custom_components.soul.core.access import Principal
+    from custom_components.soul.core.star.hub import IdentityError
+
+    owners_changed: list[bool] = []
+    hub = StarHub(
+        clock=clock,
+        reserved=lambda identity: identity.client_id.startswith("soul_"),
+        on_owners_changed=lambda: owners_changed.append(True),
+    )
+    dad, kid = Principal("dad"), Principal("kid")
+    peer = Peer()
+    with pytest.raises(IdentityError, match="reserved"):
+        hub.connect(Identity("agent", "soul_1", "home"), peer.send, peer.close)
+    human = hub.connect(Identity("human", "dad01", None), peer.send, peer.close,
+                        principal=dad)  # fmt: skip
+    assert hub.human_owners == {"dad01": "dad"} and owners_changed
+    with pytest.raises(IdentityError, match="another user"):
+        hub.connect(Identity("human", "dad01", None), peer.send, peer.close,
+                    principal=kid)  # fmt: skip
+    hub.disconnect(human)
+    with pytest.raises(IdentityError, match="belongs to another user"):
+        hub.connect(Identity("human", "dad01", None), peer.send, peer.close,
+                    principal=kid)  # fmt: skip
+    agent = hub.connect(Identity("agent", "bot_1", "w1"), peer.send, peer.close,
+                        principal=kid)  # fmt: skip
+    with pytest.raises(IdentityError, match="another user"):
+        hub.connect(Identity("agent", "bot_1", "w1"), peer.send, peer.close,
+                    principal=dad)  # fmt: skip
+    again = hub.connect(Identity("agent", "bot_1", "w1"), peer.send, peer.close,
+                        principal=kid)  # fmt: skip
+    assert agent.closed and not again.closed
+
+
+def test_local_agents_never_time_out(hub: StarHub, clock: Clock) -> None:
+    got: list[tuple[dict[str, Any], Connection]] = []
+    local = hub.connect_local(
+        Identity("agent", "soul_1", "world_1"), lambda e, s: got.append((e, s))
+    )
+    sender, peer = join(hub, "agent", "agent_1")
+    clock.advance(hub.idle_timeout * 3)
+    hub.tick()  # the remote agent times out, the local one does not
+    assert sender.closed and not local.closed
+    sender, peer = join(hub, "agent", "agent_2")
+    hub.receive(sender, envelope(sender, ("agent", "soul_1"), {"type": "action"}))
+    assert got[0][0]["payload"] == {"type": "action"} and got[0][1] is sender
+    hub.send_local(local, {"type": "message", "recipient": sender.identity.as_party(),
+                           "payload": {"type": "outcome"}})  # fmt: skip
+    assert peer.received[-1]["sender"] == {"id": "soul_1", "type": "agent"}
