@@ -115,3 +115,49 @@ async def test_idle_summary_and_restart(
     assert "小明" in session.summary
     body = await (await client.post(URL, json=turn("你好"))).json()
     assert "小明" in body["context_summary"]
+
+
+async def test_the_broker_down_is_an_answer_not_a_500(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+    caplog: Any,
+) -> None:
+    """Issue 13: chat while the broker was down answered 500 (mqtt_broker_error)."""
+    from unittest.mock import patch
+
+    from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+    from homeassistant.helpers import device_registry as dr
+
+    announce(hass)
+    await hass.async_block_till_done()
+    client = await hass_client()
+    down = HomeAssistantError("Cannot publish: mqtt_broker_error")
+    with patch(
+        "custom_components.soul.mqtt_bridge.mqtt.async_publish", side_effect=down
+    ):
+        response = await client.post(URL, json=turn("把灯调成绿色"))
+        assert response.status == 200
+        body = await response.json()
+        assert body["executed_skills"] == []  # nothing reached the body
+        assert "联系不上" in body["reply"]
+        english = await client.post(
+            URL, json=turn("turn on the light", session_id="s2")
+        )
+        assert english.status == 200
+        device = dr.async_get(hass).async_get_device(identifiers={(DOMAIN, T)})
+        assert device is not None
+        try:
+            await hass.services.async_call(
+                DOMAIN,
+                "invoke_skill",
+                {"device_id": device.id, "skill": "control_light",
+                 "arguments": {"mode": "on"}},
+                blocking=True,
+                return_response=True,
+            )  # fmt: skip
+        except ServiceValidationError as err:
+            assert err.translation_key == "publish_failed"  # noqa: PT017
+        else:
+            raise AssertionError("invoke_skill reported success")
+    assert "Traceback" not in caplog.text

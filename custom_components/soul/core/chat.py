@@ -792,8 +792,8 @@ class ChatPipeline:
                     utc_ts(self._clock()),
                 ),
             )
-        except Exception:
-            _LOGGER.warning("Could not publish status %s", status, exc_info=True)
+        except Exception as err:  # noqa: BLE001 - the broker is down: one line
+            _LOGGER.warning("Could not publish status %s: %s", status, err)
 
     def _system_prompt(self, turn: _Turn) -> str:
         soul = self._souls.soul(turn.session.soul_id)

@@ -407,6 +407,9 @@ class IntentCatalogSnapshot:
     terminal_id: str
     catalog_version: int
     intents: tuple[dict[str, Any], ...]
+    # The intent filter's compiled form, made when the snapshot is parsed
+    # (off the event loop), so no chat turn ever compiles a catalog.
+    compiled: Any = field(default=None, compare=False, repr=False)
 
 
 def parse_intent_catalog(terminal_id: str, data: Any) -> IntentCatalogSnapshot:

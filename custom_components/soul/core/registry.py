@@ -9,7 +9,7 @@ the device registry) hear about changes. Nothing here raises out of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 import logging
@@ -123,12 +123,13 @@ def _parse_snapshot(
     if kind is not Kind.INTENT_CATALOG:
         raise ProtocolError(f"{kind} is not a snapshot")
     snapshot = parse_intent_catalog(terminal_id, decode_json(payload))
-    if snapshot.intents:
-        try:  # validates every rule and warms the compile cache
-            cached_catalog(snapshot.intents)
-        except IntentFilterError as err:
-            raise ProtocolError(f"invalid intent_catalog: {err}") from None
-    return snapshot
+    if not snapshot.intents:
+        return snapshot
+    try:  # validates every rule; the compiled form travels with the snapshot
+        compiled, _cached = cached_catalog(snapshot.intents)
+    except IntentFilterError as err:
+        raise ProtocolError(f"invalid intent_catalog: {err}") from None
+    return replace(snapshot, compiled=compiled)
 
 
 class TerminalRegistry:
@@ -375,13 +376,17 @@ class TerminalRegistry:
         if terminal is None:
             raise IntentFilterError(f"unknown terminal {terminal_id!r}")
         body = dict(request)
+        compiled = None
         if "intent_catalog" not in body:
             if terminal.catalog is None or not terminal.catalog.intents:
                 raise IntentFilterError(
                     f"terminal {terminal_id!r} has not published an intent_catalog"
                 )
-            body["intent_catalog"] = terminal.catalog.intents  # warm in the cache
-        response = filter_intents(body, default_timezone=default_timezone)
+            body["intent_catalog"] = terminal.catalog.intents
+            compiled = terminal.catalog.compiled
+        response = filter_intents(
+            body, default_timezone=default_timezone, compiled=compiled
+        )
         business = [
             i for i in response["intents"] if not i["intent_id"].startswith("sys.")
         ]

@@ -437,11 +437,12 @@ class SoulHub:
                 Kind.EMOTION_UPDATE,
                 json.dumps(payload, ensure_ascii=False),
             )
-        except Exception:  # one failed publish must not stop the rest
+        except Exception as err:  # noqa: BLE001 - one failed publish must not stop the rest
+            # The broker is down or the transport refused: one line, no traceback.
             _LOGGER.warning(
-                "Could not publish emotion_update to %s",
+                "Could not publish emotion_update to %s: %s",
                 payload["terminal_id"],
-                exc_info=True,
+                err,
             )
             return False
         return True

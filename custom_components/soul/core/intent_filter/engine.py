@@ -922,12 +922,21 @@ def _classify(command: str) -> tuple[str, str, float]:
 
 
 def filter_intents(
-    request: Any, *, default_timezone: str = DEFAULT_TIMEZONE
+    request: Any,
+    *,
+    default_timezone: str = DEFAULT_TIMEZONE,
+    compiled: Catalog | None = None,
 ) -> dict[str, Any]:
-    """Filter one command against a catalog (§4.4); raises ``IntentFilterError`` on bad input."""
+    """Filter one command against a catalog (§4.4); raises ``IntentFilterError`` on bad input.
+
+    ``compiled`` is the request's catalog already compiled (a body's, compiled
+    when it was published): it is used as is, whatever the compile cache holds.
+    """
     started = time.perf_counter()
     req = _parse_request(request, default_timezone)
-    catalog, cached = cached_catalog(req.entries)
+    catalog, cached = (
+        (compiled, True) if compiled is not None else cached_catalog(req.entries)
+    )
     locale = req.locale or detect_locale(req.command)
     with budget(REGEX_BUDGET):  # every catalog pattern of this command, together
         ctx = _Context(req, catalog, locale)
