@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from custom_components.soul.core.chat import (
+    MAX_REPLY,
     NO_SOUL_ERROR,
     TEXT_INPUT_ERROR,
     ChatError,
@@ -460,3 +461,27 @@ async def test_a_slow_model_times_out_into_a_reply(
     assert response["reply"]
     assert response["reply"] != "too late"
     assert env.pipeline.last_route == "llm"
+
+
+async def test_hostile_model_replies_are_bounded_and_storable(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    """Issue 13: a 20 MB reply was stored whole; a lone surrogate poisons stores."""
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    huge = '"' + "\\ud800" + "话" * 300_000 + '"'
+    fake_llm.raw(
+        '{"id": "c1", "object": "chat.completion", "created": 1, "model": "m",'
+        ' "choices": [{"index": 0, "finish_reason": "stop", "message":'
+        f' {{"role": "assistant", "content": {huge}}}}}]}}',
+        "application/json",
+    )
+    response = await env.say("你觉得人生的意义是什么？")
+    assert 0 < len(response["reply"]) <= MAX_REPLY
+    json.dumps(env.pipeline.dump(), ensure_ascii=False).encode("utf-8")
+    assert response["reply"].startswith("\ufffd")
+    # An HTML page instead of a completion is a reply in character too.
+    fake_llm.raw("<html><body>Bad gateway</body></html>")
+    response = await env.say("你觉得呢？", session_id="s2")
+    assert response["reply"]
+    assert response["executed_skills"] == []

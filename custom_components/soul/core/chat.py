@@ -442,7 +442,7 @@ class ChatPipeline:
                 _LOGGER.warning("Summary by the model failed: %s", err)
             else:
                 if text := normalize_reply(answer.content):
-                    return text[:MAX_SUMMARY]
+                    return untrusted.clean(text, MAX_SUMMARY)
         return extractive_summary(session)
 
     # -- the turn ---------------------------------------------------------------
@@ -776,7 +776,10 @@ class ChatPipeline:
             return {"ok": False, "error": "memory is unavailable; answer without it"}
         await self._status(turn, "mem0_search_done")
         turn.executed.append(RECALL_TOOL)
-        return {"ok": True, "memories": [item.text for item in found]}
+        return {
+            "ok": True,
+            "memories": [untrusted.clean(item.text, MAX_TEXT) for item in found],
+        }
 
     async def _status(self, turn: _Turn, status: str) -> None:
         try:
@@ -829,7 +832,7 @@ def _tool_message(result: dict[str, Any]) -> str:
     text = json.dumps(result, ensure_ascii=False, default=str)
     if len(text) > MAX_TOOL_MESSAGE:
         text = text[:MAX_TOOL_MESSAGE] + " …(cut)"
-    return text
+    return untrusted.clean(text, MAX_TOOL_MESSAGE + 8)
 
 
 @dataclass
