@@ -21,6 +21,7 @@ from pytest_homeassistant_custom_component.common import (
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.soul.const import DOMAIN
+from custom_components.soul.entity import find_device
 
 from .test_star import BASE, envelope, receive
 from .test_terminals import T, announce
@@ -190,17 +191,16 @@ async def test_listing_souls_shows_the_callers_own(
         ("invoke_skill", None, {"admin", "user"}),
     ],
 )
-async def test_actions_check_their_caller(
+async def test_actions_check_their_caller(  # noqa: PLR0917
     hass: HomeAssistant,
+    init_integration: MockConfigEntry,
     callers: dict[str, Caller],
     service: str,
     data: dict[str, Any] | None,
     allowed: set[str],
 ) -> None:
     if data is None:  # invoke_skill needs the body's device
-        from homeassistant.helpers import device_registry as dr
-
-        device = dr.async_get(hass).async_get_device(identifiers={(DOMAIN, T)})
+        device = find_device(hass, init_integration.entry_id, T)
         assert device is not None
         data = {"device_id": device.id, "skill": "no_such_skill"}
     for kind, caller in callers.items():

@@ -21,6 +21,7 @@ from pytest_homeassistant_custom_component.typing import (
 from custom_components.soul.const import DOMAIN
 from custom_components.soul.core.chat import NO_SOUL_ERROR, TEXT_INPUT_ERROR
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
+from custom_components.soul.entity import find_device
 
 from .test_terminals import T, announce
 
@@ -127,7 +128,6 @@ async def test_the_broker_down_is_an_answer_not_a_500(
     from unittest.mock import patch
 
     from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
-    from homeassistant.helpers import device_registry as dr
 
     announce(hass)
     await hass.async_block_till_done()
@@ -145,7 +145,7 @@ async def test_the_broker_down_is_an_answer_not_a_500(
             URL, json=turn("turn on the light", session_id="s2")
         )
         assert english.status == 200
-        device = dr.async_get(hass).async_get_device(identifiers={(DOMAIN, T)})
+        device = find_device(hass, init_integration.entry_id, T)
         assert device is not None
         try:
             await hass.services.async_call(

@@ -83,7 +83,7 @@ async def test_a_flood_is_coalesced_and_the_newest_applies() -> None:
     assert ingest.coalesced >= 297
     # Once a token is back, the newest snapshot applies.
     clock.now += 60
-    ingest._woken()
+    ingest.wake()
     await drained(ingest)
     terminal = registry.get("t1")
     assert terminal is not None
@@ -101,11 +101,13 @@ async def test_other_terminals_are_not_held_up_by_a_flooder() -> None:
         ingest.submit(Kind.SKILLS, "flood", payload("flood", skill_version=version))
         await asyncio.sleep(0.01)
     ingest.submit(Kind.SKILLS, "good", payload("good"))
-    await drained(ingest)
-    await asyncio.sleep(0.05)
-    await drained(ingest)
-    assert registry.get("good") is not None
-    ingest.stop()
+    try:
+        await drained(ingest)
+        await asyncio.sleep(0.05)
+        await drained(ingest)
+        assert registry.get("good") is not None
+    finally:
+        ingest.stop()
 
 
 async def test_waiting_bytes_are_bounded() -> None:

@@ -149,6 +149,8 @@ class SnapshotIngest:
             while not self._stopped and self._pending:
                 chosen = self._next()
                 if isinstance(chosen, float):
+                    if self._wake is not None:
+                        self._wake.cancel()
                     loop = asyncio.get_running_loop()
                     self._wake = loop.call_later(chosen, self._woken)
                     return
@@ -169,6 +171,12 @@ class SnapshotIngest:
     def _woken(self) -> None:
         self._wake = None
         self._kick()
+
+    def wake(self) -> None:
+        """Look at the waiting snapshots now (tests; the timer does it otherwise)."""
+        if self._wake is not None:
+            self._wake.cancel()
+        self._woken()
 
     def _forget_full_buckets(self) -> None:
         """Drop the token state of terminals that have refilled (bounded memory)."""
