@@ -51,8 +51,10 @@ def test_decode_json_limits() -> None:
         decode_json(b"\xff\xfe")
     with pytest.raises(ProtocolError, match="larger than"):
         decode_json(b" " * (MAX_PAYLOAD_BYTES + 1))
+    with pytest.raises(ProtocolError, match="more than 10000 objects and arrays"):
+        decode_json("[" * 100_000 + "]" * 100_000)  # refused before it is built
     with pytest.raises(ProtocolError, match="deeper"):
-        decode_json("[" * 100_000 + "]" * 100_000)
+        decode_json("[" * 5000 + "]" * 5000)
     with pytest.raises(ProtocolError, match="deeper than 32"):
         decode_json("[" * 33 + "]" * 33)
     assert decode_json("[" * 32 + "]" * 32)

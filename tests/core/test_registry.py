@@ -312,3 +312,23 @@ def test_invalid_catalog_is_dropped_and_the_previous_one_kept(
     send(registry, Kind.INTENT_CATALOG, bad)
     assert "invalid intent_catalog" in caplog.text
     assert terminal.catalog.catalog_version != 99
+
+
+def test_the_snapshots_of_all_bodies_have_a_memory_budget(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from custom_components.soul.core import registry as module
+
+    size = len(json.dumps(skills(terminal_id="b0")))
+    monkeypatch.setattr(module, "MAX_HELD_BYTES", size * 3 + 10)
+    registry = TerminalRegistry(clock=clock)
+    for n in range(5):
+        send(registry, Kind.ONLINE, "online", f"b{n}")
+        send(registry, Kind.SKILLS, skills(terminal_id=f"b{n}"), f"b{n}")
+    assert len(list(registry)) == 3
+    assert "would exceed" in caplog.text
+    # A body that leaves gives its bytes back.
+    send(registry, Kind.SKILLS, "", "b0")
+    send(registry, Kind.SKILLS, skills(terminal_id="b4"), "b4")
+    assert registry.get("b4") is not None
+    assert registry._held_bytes <= module.MAX_HELD_BYTES

@@ -29,7 +29,7 @@ import re
 from typing import Any, Protocol
 import uuid
 
-from . import untrusted
+from . import safe_regex, untrusted
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
 from .intent_filter.text import detect_locale
@@ -61,6 +61,7 @@ MAX_REPLY = 4096  # a model's reply as stored and returned
 MAX_TOOL_CALLS = 8  # tool calls run per model round
 MAX_TOOL_MESSAGE = 16 * 1024  # a tool result as the model reads it
 MAX_ARGUMENTS_BYTES = 64 * 1024
+ARGUMENT_CHECK_BUDGET = 0.015  # seconds all intents' schema patterns take in a turn
 MAX_TURNS = 20
 MAX_SESSION_CHARS = 16 * 1024  # a stored transcript, oldest turns dropped first
 MAX_SESSIONS = 256
@@ -560,8 +561,7 @@ class ChatPipeline:
             turn.reply = _phrase(turn.request.text, "clarify", missing)
             return
         intents = [i for i in business if i.get("status") == "ready"]
-        valid = [self._action_intent(turn.request.terminal_id, i) for i in intents]
-        valid = [i for i in valid if i is not None]
+        valid = self._valid_intents(turn.request.terminal_id, intents)
         if not valid:
             turn.reply = _phrase(turn.request.text, "invalid")
             return
@@ -576,6 +576,17 @@ class ChatPipeline:
             turn.reply = _phrase(
                 turn.request.text, "unreachable" if turn.unreachable else "done"
             )
+
+    def _valid_intents(
+        self, terminal_id: str, intents: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Return the §3.9 intents whose arguments fit their skills' schemas.
+
+        The schemas' patterns share one budget for the whole turn.
+        """
+        with safe_regex.budget(ARGUMENT_CHECK_BUDGET):
+            checked = [self._action_intent(terminal_id, i) for i in intents]
+        return [i for i in checked if i is not None]
 
     def _action_intent(
         self, terminal_id: str, intent: dict[str, Any]

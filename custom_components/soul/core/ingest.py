@@ -13,7 +13,9 @@ client on the broker can publish one. So the MQTT bridge hands them here:
 - per terminal, ``burst`` snapshots at once, then one every ``refill``
   seconds; later ones wait (and are coalesced), they are not lost;
 - at most ``max_pending_bytes`` wait in all; beyond that a new snapshot is
-  dropped with a log line.
+  dropped with a log line;
+- after a parse longer than ``HEAVY_PARSE`` the worker rests as long as it
+  took: a flood from many terminals uses at most half a core.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _LOGGER = logging.getLogger(__name__)
 DEFAULT_BURST = 10
 DEFAULT_REFILL = 6.0  # seconds per snapshot after the burst: 10 a minute
 MAX_PENDING_BYTES = 16 * 1024 * 1024
+HEAVY_PARSE = 0.02  # seconds; after a longer parse the worker rests as long
 KINDS = (Kind.SKILLS, Kind.INTENT_CATALOG)
 
 type RunBlocking = Callable[..., Awaitable[Any]]
@@ -155,6 +158,7 @@ class SnapshotIngest:
                     self._wake = loop.call_later(chosen, self._woken)
                     return
                 (terminal_id, kind), payload = chosen
+                started = time.monotonic()
                 try:
                     prepared: Prepared = await self._run_blocking(
                         self._registry.prepare, kind, terminal_id, payload
@@ -164,6 +168,10 @@ class SnapshotIngest:
                     continue
                 if not self._stopped:
                     self._registry.apply(prepared)
+                if (spent := time.monotonic() - started) > HEAVY_PARSE:
+                    # A flood of new schemas from many terminals: rest as long
+                    # as the parse took, so snapshots use at most half a core.
+                    await asyncio.sleep(spent)
             self._forget_full_buckets()
         finally:
             self._running = False

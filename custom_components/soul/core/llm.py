@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+import functools
 from typing import TYPE_CHECKING, Any
 
 import openai
+
+from . import untrusted
 
 if TYPE_CHECKING:
     import httpx
@@ -17,6 +21,7 @@ NO_API_KEY = "no-api-key"
 VERIFY_TIMEOUT = 10.0
 MAX_CALL_ID = 128
 MAX_TOOL_NAME = 128
+MAX_COMPLETION_BYTES = 2 * 1024 * 1024  # one chat completion, as read from the wire
 
 
 class LLMError(Exception):
@@ -132,42 +137,80 @@ class OpenAICompatibleLLM:
         }
         if tools:
             kwargs["tools"] = list(tools)
+        # The body is read by us, within MAX_COMPLETION_BYTES, and decoded as
+        # untrusted JSON (off the event loop when large): a hostile or broken
+        # endpoint can neither flood memory nor hold the loop.
         try:
-            completion = await client.chat.completions.create(**kwargs)
+            async with client.chat.completions.with_streaming_response.create(
+                **kwargs
+            ) as response:
+                body = bytearray()
+                async for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_COMPLETION_BYTES:
+                        raise LLMResponseError(
+                            f"the completion is larger than {MAX_COMPLETION_BYTES} bytes"
+                        )
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise LLMAuthError(str(err)) from err
         except openai.OpenAIError as err:
             raise LLMConnectionError(str(err)) from err
+        decode = functools.partial(
+            untrusted.loads,
+            bytes(body),
+            max_bytes=MAX_COMPLETION_BYTES,
+            what="the completion",
+            repair=True,
+        )
         try:
-            return _reply(completion)
-        except (AttributeError, TypeError, ValueError, IndexError) as err:
+            data = (
+                await asyncio.to_thread(decode)
+                if len(body) > untrusted.LOOP_JSON_BYTES
+                else decode()
+            )
+        except untrusted.UntrustedInputError as err:
             # An HTML page, a proxy's error text, a truncated object…
             raise LLMResponseError(
-                f"the endpoint did not answer with a chat completion ({type(err).__name__})"
+                f"the endpoint did not answer with a chat completion: {err}"
             ) from None
+        return _reply(data)
 
 
-def _reply(completion: Any) -> ModelReply:
-    """Return the usable part of a completion; raise for anything else."""
-    if not completion.choices:
+def _reply(data: Any) -> ModelReply:
+    """Return the usable part of a completion (decoded JSON); raise for anything else."""
+    if not isinstance(data, dict):
+        raise LLMResponseError("the endpoint did not answer with a chat completion")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
         raise LLMResponseError("the completion has no choices")
-    message = completion.choices[0].message
-    content = message.content
-    if content is not None and not isinstance(content, str):
-        raise TypeError("content")
-    calls = tuple(
-        ToolCall(
-            str(call.id or "")[:MAX_CALL_ID],
-            str(call.function.name or "")[:MAX_TOOL_NAME],
-            call.function.arguments if isinstance(call.function.arguments, str) else "",
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        raise LLMResponseError("the completion's first choice has no message")
+    content = message.get("content")
+    if isinstance(content, list):  # content parts, as some servers send them
+        content = "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
         )
-        for call in message.tool_calls or ()
-        if getattr(call, "function", None) is not None
-    )
-    usage = {}
-    if completion.usage is not None:
-        usage = {
-            "prompt_tokens": int(completion.usage.prompt_tokens or 0),
-            "completion_tokens": int(completion.usage.completion_tokens or 0),
-        }
-    return ModelReply(content, calls, usage)
+    if content is not None and not isinstance(content, str):
+        raise LLMResponseError("the completion's content is not text")
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        calls.append(
+            ToolCall(
+                str(call.get("id") or "")[:MAX_CALL_ID],
+                str(function.get("name") or "")[:MAX_TOOL_NAME],
+                arguments if isinstance(arguments, str) else "",
+            )
+        )
+    usage: dict[str, int] = {}
+    if isinstance(raw_usage := data.get("usage"), dict):
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = raw_usage.get(key)
+            usage[key] = value if isinstance(value, int) and value >= 0 else 0
+    return ModelReply(content, tuple(calls), usage)

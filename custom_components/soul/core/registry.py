@@ -8,8 +8,9 @@ the device registry) hear about changes. Nothing here raises out of
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 import logging
@@ -37,6 +38,8 @@ MAX_TERMINALS = 1024  # bodies that announced their skills
 # Ids heard from (online, heartbeat) that never announced skills: a separate,
 # smaller pool, oldest evicted first, so phantoms never keep a real body out.
 MAX_UNREGISTERED = 256
+# Payload bytes of every body's skills and catalog together (memory bound).
+MAX_HELD_BYTES = 64 * 1024 * 1024
 
 
 class Change(StrEnum):
@@ -62,6 +65,8 @@ class Terminal:
     catalog: IntentCatalogSnapshot | None = None
     stale: bool = False
     last_decision: Decision | None = None
+    # Payload bytes of its current skills and catalog (the registry's budget).
+    held_bytes: dict[Kind, int] = field(default_factory=dict)
 
     @property
     def registered(self) -> bool:
@@ -86,6 +91,7 @@ class Prepared:
     terminal_id: str
     snapshot: SkillsSnapshot | IntentCatalogSnapshot | None = None
     error: str | None = None
+    size: int = 0  # the payload's bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +155,11 @@ class TerminalRegistry:
         self._now = now
         self._max_terminals = max_terminals
         self._terminals: dict[str, Terminal] = {}
+        # Ids without skills, least recently heard first: O(1) to evict.
+        self._phantoms: OrderedDict[str, None] = OrderedDict()
+        self._registered = 0
+        self._held_bytes = 0
+        self.forgotten = 0  # phantom ids evicted to make room (diagnostics)
         # Listeners by terminal id; None holds those that hear every terminal.
         self._listeners: dict[str | None, list[Listener]] = {}
 
@@ -219,7 +230,7 @@ class TerminalRegistry:
             snapshot = _parse_snapshot(kind, terminal_id, payload)
         except ProtocolError as err:
             return Prepared(kind, terminal_id, error=str(err))
-        return Prepared(kind, terminal_id, snapshot)
+        return Prepared(kind, terminal_id, snapshot, size=len(payload))
 
     def apply(self, prepared: Prepared) -> None:
         """Apply a prepared snapshot in the event loop; log and drop a bad one."""
@@ -246,12 +257,37 @@ class TerminalRegistry:
                 self._remove(terminal_id)
             elif (terminal := self._terminals.get(terminal_id)) is not None:
                 terminal.catalog = None
+                self._hold(terminal, kind, 0)
                 self._notify(terminal, Change.UPDATED)
             return
+        current = self._terminals.get(terminal_id)
+        held = current.held_bytes.get(kind, 0) if current is not None else 0
+        if self._held_bytes - held + prepared.size > MAX_HELD_BYTES:
+            raise ProtocolError(
+                f"the snapshots of all bodies would exceed {MAX_HELD_BYTES} bytes"
+            )
         if isinstance(snapshot, SkillsSnapshot):
-            self._skills(self._terminal(terminal_id, register=True), snapshot)
+            terminal = self._terminal(terminal_id, register=True)
+            self._skills(terminal, snapshot)
         else:
-            self._catalog(self._terminal(terminal_id), snapshot)
+            terminal = self._terminal(terminal_id)
+            self._catalog(terminal, snapshot)
+        self._hold(terminal, kind, prepared.size)
+
+    def _hold(self, terminal: Terminal, kind: Kind, size: int) -> None:
+        """Account for the payload bytes a terminal's snapshot of ``kind`` holds."""
+        self._held_bytes += size - terminal.held_bytes.get(kind, 0)
+        terminal.held_bytes[kind] = size
+
+    def _forget(self, terminal_id: str) -> Terminal | None:
+        """Drop a terminal from every index; return it."""
+        terminal = self._terminals.pop(terminal_id, None)
+        self._phantoms.pop(terminal_id, None)
+        if terminal is not None:
+            self._held_bytes -= sum(terminal.held_bytes.values())
+            if terminal.registered:
+                self._registered -= 1
+        return terminal
 
     def _terminal(self, terminal_id: str, *, register: bool = False) -> Terminal:
         """Return the terminal, creating it within the limits.
@@ -266,38 +302,41 @@ class TerminalRegistry:
         if terminal is None and not valid_terminal_id(terminal_id):
             raise ProtocolError("invalid terminal id")
         if register:
-            registered = [t for t in self._terminals.values() if t.registered]
-            if len(registered) >= self._max_terminals and not self._evict(
-                [t for t in registered if not t.available]
-            ):
+            # Rare (skills arrive rate-limited): a scan is fine here.
+            if self._registered >= self._max_terminals and not self._evict_stale():
                 raise ProtocolError(
                     f"{self._max_terminals} bodies are registered and all are "
                     "online; ignoring new ones"
                 )
-        else:
-            phantoms = [t for t in self._terminals.values() if not t.registered]
-            if len(phantoms) >= MAX_UNREGISTERED:
-                self._evict(phantoms)
+        elif terminal is None and len(self._phantoms) >= MAX_UNREGISTERED:
+            # Every message of a phantom flood lands here: O(1), no log line.
+            self._forget(next(iter(self._phantoms)))
+            self.forgotten += 1
         if terminal is None:
             terminal = self._terminals[terminal_id] = Terminal(terminal_id)
+            self._phantoms[terminal_id] = None
         return terminal
 
-    def _evict(self, candidates: list[Terminal]) -> bool:
-        """Forget the candidate heard from least recently; False when none."""
+    def _evict_stale(self) -> bool:
+        """Forget the registered body that is stale or offline the longest."""
+        candidates = [
+            t for t in self._terminals.values() if t.registered and not t.available
+        ]
         if not candidates:
             return False
         oldest = min(candidates, key=lambda t: t.last_seen or 0.0)
         _LOGGER.info(
-            "Forgetting terminal %s (%s) to make room for a new one",
+            "Forgetting stale terminal %s to make room for a new body",
             oldest.terminal_id,
-            "stale" if oldest.registered else "never announced skills",
         )
-        del self._terminals[oldest.terminal_id]
+        self._forget(oldest.terminal_id)
         return True
 
     def _seen(self, terminal: Terminal) -> bool:
         """Record activity; return whether the terminal came back from stale."""
         terminal.last_seen = self._clock()
+        if not terminal.registered:
+            self._phantoms.move_to_end(terminal.terminal_id)
         if terminal.stale:
             terminal.stale = False
             return True
@@ -341,6 +380,9 @@ class TerminalRegistry:
             )
         added = not terminal.registered
         came_back = self._seen(terminal)
+        if added:
+            self._phantoms.pop(terminal.terminal_id, None)
+            self._registered += 1
         terminal.skills = snapshot
         self._notify(terminal, Change.ADDED if added else Change.UPDATED)
         if came_back and not added:
@@ -359,8 +401,11 @@ class TerminalRegistry:
             self._notify(terminal, Change.AVAILABILITY)
 
     def _remove(self, terminal_id: str) -> None:
-        terminal = self._terminals.pop(terminal_id, None)
-        if terminal is not None and terminal.registered:
+        registered = (terminal := self._terminals.get(terminal_id)) is not None and (
+            terminal.registered
+        )
+        terminal = self._forget(terminal_id)
+        if terminal is not None and registered:
             _LOGGER.info("Terminal %s cleared its skills; removing it", terminal_id)
             self._notify(terminal, Change.REMOVED)
 
@@ -410,9 +455,11 @@ class TerminalRegistry:
         """
         now = self._clock()
         expired = []
-        for terminal in [t for t in self._terminals.values() if not t.registered]:
-            if terminal.last_seen is not None and now - terminal.last_seen > self.ttl:
-                del self._terminals[terminal.terminal_id]
+        while self._phantoms:  # oldest first: stop at the first one still heard
+            oldest = self._terminals[next(iter(self._phantoms))]
+            if oldest.last_seen is not None and now - oldest.last_seen <= self.ttl:
+                break
+            self._forget(oldest.terminal_id)
         for terminal in self._terminals.values():
             if (
                 not terminal.stale

@@ -118,15 +118,19 @@ def budget(seconds: float) -> Iterator[None]:
 
 
 def search(
-    pattern: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
+    pattern: str | regex.Pattern[str],
+    text: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> regex.Match[str] | None:
     """Search ``text`` like ``re.search``, giving up after ``timeout`` seconds.
 
-    Raises ``UnsafeRegexError`` for a pattern that cannot be used,
+    ``pattern`` is a pattern's text, or what ``compile_untrusted`` made of it
+    (callers that run many patterns keep them compiled). Raises
+    ``UnsafeRegexError`` for a pattern that cannot be used,
     ``RegexTimeoutError`` when the match took ``timeout``, and
     ``RegexBudgetError`` when the surrounding ``budget`` ran out first.
     """
-    compiled = compile_untrusted(pattern)
     limit, by_budget = timeout, False
     if (deadline := _deadline.get()) is not None:
         remaining = deadline - time.perf_counter()
@@ -136,6 +140,10 @@ def search(
             )
         if remaining < limit:
             limit, by_budget = remaining, True
+    if isinstance(pattern, str):
+        compiled = compile_untrusted(pattern)
+    else:
+        compiled, pattern = pattern, pattern.pattern
     try:
         return compiled.search(text, timeout=limit)
     except TimeoutError:

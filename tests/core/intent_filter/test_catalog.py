@@ -99,7 +99,7 @@ HOSTILE = [
 ]  # fmt: skip
 
 
-def test_hostile_patterns_are_bounded_reported_and_disabled() -> None:
+def test_hostile_patterns_are_bounded_and_reported() -> None:
     clear_compile_cache()
     command = "a" * 60 + " b, turn on the light"
     started = time.perf_counter()
@@ -108,17 +108,51 @@ def test_hostile_patterns_are_bounded_reported_and_disabled() -> None:
     # The command's patterns share one budget (12 ms): far from a stalled loop.
     assert elapsed < 1.0
     reported = {(w["intent_id"], w["pattern"]) for w in first["meta"]["warnings"]}
-    assert reported == {("evil_any", "^(a|aa)+$"), ("evil_slot", "(a|aa)+$")}
+    assert ("evil_any", "^(a|aa)+$") in reported
     # The rest of the catalog still works.
     light = [i for i in first["intents"] if i["intent_id"] == "light"]
     assert light[0]["normalized"] == {"mode": "on"}
-    # A pattern that timed out is disabled from then on: still reported, no
-    # longer run. (One cut short by the spent budget is not blamed: it runs
-    # again on the next command, and is disabled when it times out itself.)
-    filter_intents({"command": command, "intent_catalog": HOSTILE})
-    second = filter_intents({"command": command, "intent_catalog": HOSTILE})
-    assert {w["pattern"] for w in second["meta"]["warnings"]} == {
-        "^(a|aa)+$",
-        "(a|aa)+$",
-    }
-    assert all("disabled" in w["error"] for w in second["meta"]["warnings"])
+
+
+def test_a_slow_pattern_is_never_disabled_for_other_commands() -> None:
+    """One user's hostile command must not switch an intent off for everyone.
+
+    The black-box run found this: the disabled set lived on the compiled
+    catalog, which every body with that catalog shares.
+    """
+    evil = {"command": "a" * 80 + "#", "intent_catalog": HOSTILE}
+    for _ in range(3):
+        warnings = filter_intents(evil)["meta"]["warnings"]
+        assert any(
+            "took longer" in w["error"] or "no time" in w["error"] for w in warnings
+        )
+    ordinary = filter_intents({"command": "aaaa", "intent_catalog": HOSTILE})
+    assert ordinary["decision"]["action"] == "execute_intents"
+    assert ordinary["intents"][0]["intent_id"] == "evil_any"
+    assert "warnings" not in ordinary["meta"]
+
+
+def test_a_spent_budget_stops_every_pattern_of_the_command() -> None:
+    """Many slow patterns cost one budget, not one timeout each."""
+    slow = [
+        {
+            "id": f"i{n}",
+            "match": {"regex_any": [f"^(a|aa)+$(?#{n}-{k})" for k in range(4)]},
+        }
+        for n in range(32)
+    ]
+    started = time.perf_counter()
+    response = filter_intents({"command": "a" * 80 + "#", "intent_catalog": slow})
+    assert time.perf_counter() - started < 1.0  # a hang detector, not a timing goal
+    warnings = response["meta"]["warnings"]
+    assert len(warnings) <= 16
+    assert any("no time is left" in w["error"] for w in warnings)
+
+
+def test_catalogs_have_at_most_256_patterns() -> None:
+    many = [
+        {"id": f"i{n}", "match": {"regex_any": [f"x{n}y{k}" for k in range(32)]}}
+        for n in range(9)
+    ]
+    with pytest.raises(IntentFilterError, match="more than 256 distinct patterns"):
+        compile_catalog(many)

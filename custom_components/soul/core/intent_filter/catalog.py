@@ -29,6 +29,8 @@ MAX_KEYWORD_LENGTH = 64
 MAX_PATTERNS = 32
 # Distinct keyword forms of a whole catalog (folded forms and synonyms count).
 MAX_KEYWORDS = 4096
+# Distinct patterns of a whole catalog (regex_any, regex_all, slot regexes).
+MAX_CATALOG_PATTERNS = 256
 MAX_SLOTS = 32
 MAX_EXAMPLES = 64
 MAX_EXAMPLE_LENGTH = 200
@@ -106,8 +108,8 @@ class Catalog:
     keyword_owners: dict[str, list[tuple[int, str]]]
     # intents with rules besides keywords (patterns, entity types, examples)
     rule_intents: frozenset[int]
-    # patterns that exceeded their time limit once; skipped from then on
-    poisoned: set[str] = field(default_factory=set)
+    # every pattern of the catalog, compiled once (when the catalog is)
+    patterns: dict[str, Any] = field(default_factory=dict)
     # (pattern, entity type, value) → what the pattern captures from a surface
     alignments: dict[tuple[str, str, str, str], tuple[str, str] | None] = field(
         default_factory=dict
@@ -399,6 +401,20 @@ def compile_catalog(entries: Any) -> Catalog:
         )
         for keyword in owners
     }
+    patterns: dict[str, Any] = {}
+    for intent in intents:
+        for rule_pattern in (
+            *intent.regex_any,
+            *intent.regex_all,
+            *(slot.regex for slot in intent.slots if slot.regex is not None),
+        ):
+            if rule_pattern not in patterns:
+                if len(patterns) >= MAX_CATALOG_PATTERNS:
+                    raise IntentFilterError(
+                        f"intent_catalog has more than {MAX_CATALOG_PATTERNS} "
+                        "distinct patterns"
+                    )
+                patterns[rule_pattern] = compile_untrusted(rule_pattern)
     rule_intents = frozenset(
         intent.index
         for intent in intents
@@ -408,7 +424,7 @@ def compile_catalog(entries: Any) -> Catalog:
         or intent.entity_types_all
         or intent.examples
     )
-    return Catalog(intents, pattern, prefixes, owners, rule_intents)
+    return Catalog(intents, pattern, prefixes, owners, rule_intents, patterns)
 
 
 _cache: OrderedDict[str, Catalog] = OrderedDict()

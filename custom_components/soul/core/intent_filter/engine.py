@@ -61,6 +61,10 @@ MAX_COMMAND_LENGTH = 2000
 SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
 REGEX_TIMEOUT = 0.01  # seconds one catalog pattern may run on one clause
 REGEX_BUDGET = 0.012  # seconds all catalog patterns may run on one command
+FILTER_BUDGET = 0.015  # seconds for the whole command; later clauses are skipped
+MAX_SEGMENTS = 32  # clauses read of one command
+MAX_HITS_SCORED = 8  # keyword hits one intent scores in one clause
+MAX_WARNINGS = 16
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_OPTIONS: dict[str, Any] = {
     "allow_multi_intent": True,
@@ -181,6 +185,8 @@ class _Reading:
     markers: _Markers
     types: set[str] = field(default_factory=set)
     borrowed: _Reading | None = None  # a neighbouring time-only clause
+    # intent index → its (hit, rule) pairs: each intent sees only its own hits
+    by_owner: dict[int, list[tuple[_Hit, str]]] = field(default_factory=dict)
 
     @property
     def has_action(self) -> bool:
@@ -208,30 +214,46 @@ class _Context:
         self.catalog = catalog
         self.locale = locale
         self.warnings: list[dict[str, str]] = []
+        self._warned: set[tuple[str, str, str]] = set()
         self._durations: dict[str, list[Duration]] = {}
+        # Patterns that timed out on this command are not run again on it.
+        # Nothing is kept across commands: one user's command must not
+        # disable an intent of a body (or of every body with that catalog).
+        self._slow: set[str] = set()
+        self._budget_spent = False
 
     def regex(self, intent: Intent, pattern: str, text: str) -> Any:
-        """Search a catalog pattern with a time limit; a slow pattern is disabled."""
-        if pattern in self.catalog.poisoned:
-            self._warn(intent, pattern, "disabled: it timed out on an earlier command")
-            return None
+        """Search a catalog pattern within the command's time; never raises."""
+        if self._budget_spent or pattern in self._slow:
+            return None  # reported once, when it happened
+        compiled = self.catalog.patterns.get(pattern, pattern)
         try:
-            return search(pattern, text, timeout=REGEX_TIMEOUT)
-        except (
-            RegexBudgetError
-        ) as err:  # the command's time is spent, not this pattern's fault
+            return search(compiled, text, timeout=REGEX_TIMEOUT)
+        except RegexBudgetError as err:
+            # The command's time is spent (not this pattern's fault): no
+            # pattern runs any more on this command.
+            self._budget_spent = True
             self._warn(intent, pattern, str(err))
         except RegexTimeoutError as err:
-            self.catalog.poisoned.add(pattern)
+            self._slow.add(pattern)
             self._warn(intent, pattern, str(err))
         except UnsafeRegexError as err:  # compiled at validation; kept for safety
             self._warn(intent, pattern, str(err))
         return None
 
-    def _warn(self, intent: Intent, pattern: str, error: str) -> None:
-        warning = {"intent_id": intent.id, "pattern": pattern, "error": error}
-        if warning not in self.warnings:
-            self.warnings.append(warning)
+    def note(self, error: str) -> None:
+        """Add a warning about the command as a whole."""
+        self._warn(None, "", error)
+
+    def _warn(self, intent: Intent | None, pattern: str, error: str) -> None:
+        key = (intent.id if intent is not None else "", pattern, error)
+        if key in self._warned or len(self.warnings) >= MAX_WARNINGS:
+            return
+        self._warned.add(key)
+        warning = {"pattern": pattern, "error": error}
+        if intent is not None:
+            warning = {"intent_id": intent.id, **warning}
+        self.warnings.append(warning)
 
     def durations(self, text: str) -> list[Duration]:
         if text not in self._durations:
@@ -697,22 +719,18 @@ def _noisy_or(scores: list[float]) -> float:
 
 def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | None:
     """Score ``intent`` against one clause; None when a rule excludes it."""
-    owned = ctx.catalog.keyword_owners
     hits_any: list[_Hit] = []
     synonyms: list[_Hit] = []  # other names of a keyword's built-in entity
     found_all: set[str] = set()
-    for hit in reading.hits:
-        for owner, rule in owned[hit.keyword]:
-            if owner != intent.index:
-                continue
-            if rule == "negative_keywords":
-                return None
-            if rule == "keywords_all":
-                found_all.add(hit.keyword)
-            elif rule == "keywords_any":
-                hits_any.append(hit)
-            else:
-                synonyms.append(hit)
+    for hit, rule in reading.by_owner.get(intent.index, ()):
+        if rule == "negative_keywords":
+            return None
+        if rule == "keywords_all":
+            found_all.add(hit.keyword)
+        elif rule == "keywords_any":
+            hits_any.append(hit)
+        else:
+            synonyms.append(hit)
     if intent.keywords_all and len(found_all) < len(intent.keywords_all):
         return None
     if intent.entity_types_all and not set(intent.entity_types_all) <= reading.types:
@@ -745,6 +763,8 @@ def _score(ctx: _Context, intent: Intent, reading: _Reading) -> _Candidate | Non
         synonyms, key=lambda h: -len(h.keyword)
     )
     for position, hit in enumerate(ranked):
+        if len(covered) >= MAX_HITS_SCORED:
+            break  # more hits only add x0.5 each: a repeated word is not more sure
         if any(s < hit.end and hit.start < e for s, e in covered):
             continue
         synonym = position >= len(hits_any)
@@ -938,6 +958,8 @@ def filter_intents(
         (compiled, True) if compiled is not None else cached_catalog(req.entries)
     )
     locale = req.locale or detect_locale(req.command)
+    # From here on (the catalog is compiled): the command's own time.
+    deadline = time.perf_counter() + FILTER_BUDGET
     with budget(REGEX_BUDGET):  # every catalog pattern of this command, together
         ctx = _Context(req, catalog, locale)
         options = req.options
@@ -952,6 +974,12 @@ def filter_intents(
             stripped = command.strip()
             start = command.index(stripped)
             segments = [Segment(0, stripped, start, start + len(stripped))]
+        if len(segments) > MAX_SEGMENTS:
+            ctx.note(
+                f"the command has more than {MAX_SEGMENTS} clauses; "
+                "the rest were not read"
+            )
+            segments = segments[:MAX_SEGMENTS]
         readings = [_read(ctx, seg) for seg in segments]
         # A clause that is only a time ("明天早上8点，叫我起床") lends it to its neighbours.
         for position, reading in enumerate(readings):
@@ -971,17 +999,22 @@ def filter_intents(
         per_segment = (
             options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
         )
-        for reading in readings:
+        for position, reading in enumerate(readings):
+            if position and time.perf_counter() > deadline:
+                ctx.note(
+                    f"the command took longer than {FILTER_BUDGET * 1000:g} ms to "
+                    f"filter; clauses from {position + 1} on were not read"
+                )
+                break
             # Only intents with a keyword hit, or rules beyond keywords, can match.
-            hit = {
-                owner
-                for h in reading.hits
-                for owner, _rule in catalog.keyword_owners[h.keyword]
-            }
+            for h in reading.hits:
+                for owner, rule in catalog.keyword_owners[h.keyword]:
+                    reading.by_owner.setdefault(owner, []).append((h, rule))
             candidates = [
                 c
                 for intent in catalog.intents
-                if intent.index in hit or intent.index in catalog.rule_intents
+                if intent.index in reading.by_owner
+                or intent.index in catalog.rule_intents
                 if (c := _score(ctx, intent, reading)) is not None
             ]
             candidates.sort(key=_rank)

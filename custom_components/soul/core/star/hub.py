@@ -299,41 +299,17 @@ class StarHub:
         raw: str | bytes,
         *,
         decoded: tuple[Any, str] | None = None,
+        admitted: bool = False,
     ) -> None:
         """Handle one frame from ``connection``.
 
         ``decoded`` is ``decode_frame(raw, …)``'s result when the transport
-        already decoded a large frame off the event loop.
+        already decoded a large frame off the event loop, after ``admit``
+        (then ``admitted`` is True).
         """
-        if connection.closed:
+        if connection.closed or (not admitted and not self.admit(connection, raw)):
             return
         now = self._clock()
-        connection.last_seen = now
-        connection.received += 1
-        size = (
-            len(raw)
-            if isinstance(raw, bytes)
-            else _utf8_size(raw, self.max_message_bytes)
-        )
-        if size > self.max_message_bytes:
-            self._error(
-                connection,
-                MESSAGE_TOO_LARGE,
-                f"message larger than {self.max_message_bytes} bytes",
-                None,
-            )
-            connection.closed = True
-            connection.close(CLOSE_TOO_BIG, "message too large")
-            self.disconnect(connection)
-            return
-        if not self._take_token(connection, now):
-            connection.dropped += 1
-            if not connection.limited:  # once per stretch, not once per frame
-                connection.limited = True
-                self._error(connection, RATE_LIMITED, "too many messages; slow down",
-                            None, suggested="wait and resend")  # fmt: skip
-            return
-        connection.limited = False
         envelope, text = (
             decoded
             if decoded is not None
@@ -381,6 +357,43 @@ class StarHub:
             message_id,
             now,
         )
+
+    def admit(self, connection: Connection, raw: str | bytes) -> bool:
+        """Count a frame against the size and rate limits; False when refused.
+
+        Cheap: the transport calls it before decoding a large frame, so a
+        flooder's frames are refused before any work.
+        """
+        if connection.closed:
+            return False
+        now = self._clock()
+        connection.last_seen = now
+        connection.received += 1
+        size = (
+            len(raw)
+            if isinstance(raw, bytes)
+            else _utf8_size(raw, self.max_message_bytes)
+        )
+        if size > self.max_message_bytes:
+            self._error(
+                connection,
+                MESSAGE_TOO_LARGE,
+                f"message larger than {self.max_message_bytes} bytes",
+                None,
+            )
+            connection.closed = True
+            connection.close(CLOSE_TOO_BIG, "message too large")
+            self.disconnect(connection)
+            return False
+        if not self._take_token(connection, now):
+            connection.dropped += 1
+            if not connection.limited:  # once per stretch, not once per frame
+                connection.limited = True
+                self._error(connection, RATE_LIMITED, "too many messages; slow down",
+                            None, suggested="wait and resend")  # fmt: skip
+            return False
+        connection.limited = False
+        return True
 
     def _take_token(self, connection: Connection, now: float) -> bool:
         # An environment answers every agent of its world: ten times the budget.

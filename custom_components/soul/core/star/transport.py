@@ -165,12 +165,16 @@ async def pump(
         async for message in ws:
             if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                 try:
-                    decoded = None
-                    if len(message.data) > untrusted.LOOP_JSON_BYTES:
+                    if len(message.data) <= untrusted.LOOP_JSON_BYTES:
+                        hub.receive(connection, message.data)
+                    elif hub.admit(connection, message.data):
+                        # Admitted first: a flooder's large frames cost nothing.
                         decoded = await asyncio.to_thread(
                             decode_frame, message.data, hub.max_message_bytes
                         )
-                    hub.receive(connection, message.data, decoded=decoded)
+                        hub.receive(
+                            connection, message.data, decoded=decoded, admitted=True
+                        )
                 except Exception:
                     _LOGGER.exception("Star hub failed on a frame of %s", identity)
                     break
