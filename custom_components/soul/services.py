@@ -289,14 +289,6 @@ async def _async_create_soul(call: ServiceCall) -> ServiceResponse:
         validate_soul_fields(
             data[CONF_NAME], data[CONF_MBTI_TYPE], data.get(CONF_PERSONA)
         )
-    except SoulError as err:
-        raise ServiceValidationError(
-            str(err),
-            translation_domain=DOMAIN,
-            translation_key="invalid_soul",
-            translation_placeholders={"error": str(err)},
-        ) from err
-    try:
         soul = async_add_soul(
             call.hass,
             entry,

@@ -42,10 +42,6 @@ type RunBlocking = Callable[..., Awaitable[Any]]
 type Spawn = Callable[[Coroutine[Any, Any, None]], object]
 
 
-async def _to_thread(func: Callable[..., Any], *args: Any) -> Any:
-    return await asyncio.to_thread(func, *args)
-
-
 def _spawn(coro: Coroutine[Any, Any, None]) -> object:
     return asyncio.get_running_loop().create_task(coro)
 
@@ -57,7 +53,7 @@ class SnapshotIngest:
         self,
         registry: TerminalRegistry,
         *,
-        run_blocking: RunBlocking = _to_thread,
+        run_blocking: RunBlocking = asyncio.to_thread,
         spawn: Spawn = _spawn,
         clock: Callable[[], float] = time.monotonic,
         burst: int = DEFAULT_BURST,

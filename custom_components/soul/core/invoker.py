@@ -26,10 +26,6 @@ TIMEOUT_ERROR = "timeout"
 MAX_ARGUMENTS_BYTES = 64 * 1024
 
 
-async def _to_thread(func: Callable[..., Any], *args: Any) -> Any:
-    return await asyncio.to_thread(func, *args)
-
-
 class InvokeError(Exception):
     """An invocation that could not be sent; ``key`` names the reason."""
 
@@ -90,7 +86,7 @@ class Invoker:
         Assistant's executor): a hostile schema or argument set never holds
         the event loop.
         """
-        self._run_blocking = run_blocking or _to_thread
+        self._run_blocking = run_blocking or asyncio.to_thread
         self._registry = registry
         self._topics = topics
         self._publish = publish
