@@ -43,8 +43,8 @@ from custom_components.soul.core.chat import (
     MAX_ARGUMENTS_BYTES,
     MAX_REPLY,
     ChatPipeline,
-    parse_chat_request,
 )
+from custom_components.soul.core.chat_request import parse_chat_request
 from custom_components.soul.core.emotion import analyze_emotion
 from custom_components.soul.core.intent_filter import cached_catalog, filter_intents
 from custom_components.soul.core.llm import (

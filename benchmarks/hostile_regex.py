@@ -84,7 +84,7 @@ async def regexes(meter: Meter) -> list[Section]:
     catalog = Section(
         "2a",
         "Untrusted regexes in a catalog, first command after it arrived",
-        "filter_intents (engine.py, REGEX_TIMEOUT 10 ms, REGEX_BUDGET 12 ms a command)",
+        "filter_intents (reading.py REGEX_TIMEOUT 10 ms, engine.py REGEX_BUDGET 12 ms a command)",
     )
     cases = [(p, [p]) for p in REDOS] + [("all four in one intent", list(REDOS))]
     for name, patterns in cases:

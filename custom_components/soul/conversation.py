@@ -20,7 +20,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .access import principal_of
 from .compat import schema_to_json, tool_output
 from .const import CONF_TERMINAL, DOMAIN
-from .core.chat import ChatError
+from .core.chat_request import ChatError
 from .core.souls import Soul
 from .entity import SoulDeviceEntity, async_setup_soul_entities
 from .runtime import SoulConfigEntry

@@ -45,7 +45,7 @@ from .access import principal_of
 from .const import LOGGER
 from .core import untrusted
 from .core.access import AccessError, Principal
-from .core.chat import MAX_TEXT, ChatError, SessionOwnerError
+from .core.chat_request import MAX_TEXT, ChatError, SessionOwnerError
 from .core.star.hub import HEARTBEAT_INTERVAL, Connection, Identity, IdentityError
 from .core.star.transport import SEND_QUEUE, frame_auth, identity_from, pump
 from .runtime import HOME_ENV, SoulConfigEntry, soul_agent_id

@@ -24,7 +24,7 @@ from homeassistant.util import dt as dt_util
 from .access import principal_of_request
 from .core import untrusted
 from .core.access import AccessError
-from .core.chat import ChatError, SessionOwnerError
+from .core.chat_request import ChatError, SessionOwnerError
 from .core.emotion import analyze_emotion
 from .core.intent_filter import (
     IntentFilterError,

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from custom_components.soul.core.chat import (
-    MAX_REPLY,
+from custom_components.soul.core.chat import MAX_REPLY, ChatPipeline
+from custom_components.soul.core.chat_phrases import normalize_reply
+from custom_components.soul.core.chat_request import (
     NO_SOUL_ERROR,
     TEXT_INPUT_ERROR,
     ChatError,
-    ChatPipeline,
-    normalize_reply,
     parse_chat_request,
 )
 from custom_components.soul.core.invoker import Invoker

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from custom_components.soul.core import untrusted
-from custom_components.soul.core.chat import ChatError, parse_chat_request
+from custom_components.soul.core.chat_request import ChatError, parse_chat_request
 from custom_components.soul.core.intent_filter import (
     IntentFilterError,
     compile_catalog,

@@ -1,7 +1,7 @@
 """The chat pipeline (§2, §4.2): an utterance becomes emotion, intent, action and a reply.
 
-``ChatPipeline.chat(body)`` validates a §4.2.1 request, records the user
-turn, moves the soul's emotion (``SoulHub.user_turn``, which publishes
+``ChatPipeline.chat(body)`` validates a §4.2.1 request (``chat_request``),
+records the user turn in its ``Session`` (``session``), moves the soul's emotion (``SoulHub.user_turn``, which publishes
 ``emotion_update``), runs the intent filter on the terminal's catalog and
 routes on ``decision.action`` only:
 
@@ -13,325 +13,57 @@ routes on ``decision.action`` only:
 - ``fallback_reasoning`` — one LLM call whose tools are the terminal's skills;
   every tool call is validated and sent as ``invoke``, its ``result`` fed back,
   for at most ``max_rounds`` rounds. Without a model, or when it fails, the
-  reply says so in character; nothing raises.
+  reply says so in character (``chat_phrases``); nothing raises.
 
-The reply ``<NO_REPLY>`` / ``NO_REPLY`` / ``[NO_REPLY]`` becomes ``""``.
+The reply ``<NO_REPLY>`` / ``NO_REPLY`` / ``[NO_REPLY]`` becomes ``""``. Idle
+sessions are summarised off the chat path (``summarize_idle``).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 import json
 import logging
-import re
-from typing import Any, Protocol
+from typing import Any
 import uuid
 
 from . import safe_regex, untrusted
+from .chat_phrases import (
+    CONFIRM_YES,
+    STATUS_TEXT,
+    normalize_reply,
+    phrase,
+    reply_language,
+)
+from .chat_request import (
+    MAX_TEXT,
+    NO_SOUL_ERROR,
+    ChatError,
+    ChatRequest,
+    SessionOwnerError,
+    parse_chat_request,
+)
+from .chat_tools import RECALL_SPEC, RECALL_TOOL, ChatModel, ExtraTools, tool_message
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
-from .intent_filter.text import detect_locale
 from .invoker import InvokeError, Invoker
-from .llm import LLMError, ModelReply
+from .llm import LLMError
 from .memory.base import MemoryBackendError
 from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, status_payload, utc_ts
 from .registry import TerminalRegistry
+from .session import MAX_SESSIONS, MAX_SUMMARY, Session, extractive_summary
 from .souls import NoSoulError, SoulHub
-from .topics import Kind, Publish, Topics, publish_to, valid_terminal_id
+from .topics import Kind, Publish, Topics, publish_to
 
 _LOGGER = logging.getLogger(__name__)
 
-TEXT_INPUT_ERROR = (
-    "currently only input.type=keyboard_text|speech_text with non-empty text "
-    "is supported"
-)
-NO_SOUL_ERROR = "soul selection is required before chat"
-TEXT_TYPES = frozenset({"keyboard_text", "speech_text"})
-KNOWN_TYPES = TEXT_TYPES | {
-    "event_note", "presence", "sensor_state", "audio", "image", "video"
-}  # fmt: skip
-MAX_INPUTS = 32
-MAX_TEXT = 4096
-MAX_ID = 128
-MAX_CONTEXT_ITEM_BYTES = 4096  # one non-text input kept as context
 MAX_REPLY = 4096  # a model's reply as stored and returned
 MAX_TOOL_CALLS = 8  # tool calls run per model round
-MAX_TOOL_MESSAGE = 16 * 1024  # a tool result as the model reads it
 MAX_ARGUMENTS_BYTES = 64 * 1024
 ARGUMENT_CHECK_BUDGET = 0.015  # seconds all intents' schema patterns take in a turn
-MAX_TURNS = 20
-MAX_SESSION_CHARS = 16 * 1024  # a stored transcript, oldest turns dropped first
-MAX_SESSIONS = 256
 DEFAULT_MAX_ROUNDS = 3
-IDLE_SECONDS = 180.0  # §2 step 12: a session idle this long is summarised
-MAX_SUMMARY = 600
-_NO_REPLY = re.compile(r"^\s*(?:<NO_REPLY>|\[NO_REPLY\]|NO_REPLY)\s*$")
-RECALL_TOOL = "recall_memory"
-RECALL_SPEC: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": RECALL_TOOL,
-        "description": "Search long-term memory of this user (facts they told you, "
-        "earlier conversations) before answering questions about the past.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "what to recall"}
-            },
-            "required": ["query"],
-        },
-    },
-}
-_STATUS_TEXT = {
-    "zh": {
-        "mem0_searching": "正在回顾历史记忆，请稍候。",
-        "mem0_search_done": "记忆查询完成。",
-        "mem0_search_failed": "记忆查询失败，直接回答。",
-    },
-    "en": {
-        "mem0_searching": "Looking through memories, one moment.",
-        "mem0_search_done": "Memory search done.",
-        "mem0_search_failed": "Memory search failed; answering without it.",
-    },
-}
-_YES = re.compile(
-    r"^\s*(?:好的?|好啊|可以|行|是的?|对|确认|执行吧?|嗯|yes|yeah|yep|sure|ok(?:ay)?|"
-    r"go ahead|do it|confirm)\s*[。.!！]*\s*$",
-    re.IGNORECASE,
-)
-
-
-class ChatError(ValueError):
-    """A request the pipeline refuses; ``str()`` is the §4.3 ``error``."""
-
-
-class SessionOwnerError(ChatError):
-    """The session belongs to another user (HTTP 403)."""
-
-
-class ChatModel(Protocol):
-    """The language model: ``OpenAICompatibleLLM`` or a test double."""
-
-    async def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelReply:
-        """Return one completion."""
-
-
-class ExtraTools(Protocol):
-    """Tools offered next to the body's skills (e.g. Home Assistant's Assist API)."""
-
-    specs: list[dict[str, Any]]  # OpenAI function tools
-
-    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        """Run a tool; raise for failures (the model reads the error)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRequest:
-    """A validated §4.2.1 request."""
-
-    session_id: str
-    terminal_id: str
-    text: str
-    user_id: str | None = None
-    soul_id: str | None = None
-    # Inputs other than keyboard/speech text: kept as context, not used yet.
-    context: tuple[dict[str, Any], ...] = ()
-
-
-def _id(body: Mapping[str, Any], key: str, *, required: bool) -> str | None:
-    value = body.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ChatError(f"{key} is required")
-    try:
-        return untrusted.text(value, key, max_length=MAX_ID)
-    except untrusted.UntrustedInputError as err:
-        raise ChatError(str(err)) from None
-
-
-def parse_chat_request(body: Any) -> ChatRequest:
-    """Validate a §4.2.1 body exactly as §4.2.1 and §4.3 say; raise ``ChatError``."""
-    if not isinstance(body, Mapping):
-        raise ChatError("the request body must be a JSON object")
-    session_id = _id(body, "session_id", required=True)
-    terminal_id = _id(body, "terminal_id", required=True)
-    if terminal_id is not None and not valid_terminal_id(terminal_id):
-        raise ChatError(
-            "terminal_id must be 1-64 characters of A-Z a-z 0-9 _ . : - "
-            "(starting with a letter or digit)"
-        )
-    inputs = body.get("inputs")
-    if not isinstance(inputs, list) or not inputs:
-        raise ChatError("inputs is required and must be a non-empty array")
-    if len(inputs) > MAX_INPUTS:
-        raise ChatError(f"inputs must have at most {MAX_INPUTS} items")
-    texts: list[str] = []
-    context: list[dict[str, Any]] = []
-    for item in inputs:
-        if not isinstance(item, Mapping):
-            raise ChatError("every input must be an object")
-        kind = item.get("type")
-        text = item.get("text")
-        if kind in TEXT_TYPES and isinstance(text, str) and text.strip():
-            if len(text) > MAX_TEXT:
-                raise ChatError(f"the text must be at most {MAX_TEXT} characters")
-            try:
-                untrusted.text(text, "the text", max_length=MAX_TEXT, multiline=True)
-            except untrusted.UntrustedInputError as err:
-                raise ChatError(str(err)) from None
-            texts.append(text.strip())
-        elif kind in KNOWN_TYPES:
-            try:
-                untrusted.check_json(
-                    item,
-                    max_bytes=MAX_CONTEXT_ITEM_BYTES,
-                    max_depth=8,
-                    what=f"a {kind} input",
-                )
-            except untrusted.UntrustedInputError as err:
-                raise ChatError(str(err)) from None
-            context.append(dict(item))
-    text = "\n".join(texts)
-    if not text:
-        raise ChatError(TEXT_INPUT_ERROR)
-    if len(text) > MAX_TEXT:
-        raise ChatError(f"the text must be at most {MAX_TEXT} characters")
-    return ChatRequest(
-        session_id=session_id or "",
-        terminal_id=terminal_id or "",
-        text=text,
-        user_id=_id(body, "user_id", required=False),
-        soul_id=_id(body, "soul_id", required=False),
-        context=tuple(context),
-    )
-
-
-def normalize_reply(text: str | None) -> str:
-    """Return the reply, with the NO_REPLY forms of §4.2.2 as ``""``."""
-    if not text or _NO_REPLY.match(text):
-        return ""
-    return text.strip()
-
-
-@dataclass
-class Session:
-    """A bounded transcript of one session."""
-
-    session_id: str
-    terminal_id: str
-    soul_id: str
-    user_id: str | None
-    turns: deque[dict[str, str]] = field(
-        default_factory=lambda: deque(maxlen=MAX_TURNS)
-    )
-    last_user_at: float = 0.0
-    summary: str = ""
-    context: deque[dict[str, Any]] = field(
-        default_factory=lambda: deque(maxlen=MAX_TURNS)
-    )
-    # Intents awaiting the user's yes (exec_mode "confirm").
-    pending: list[dict[str, Any]] = field(default_factory=list)
-    # ``last_user_at`` of the turn the summary covers (0: none yet).
-    summarized_for: float = 0.0
-
-    def add_turn(self, role: str, content: str) -> None:
-        """Append a turn; the transcript keeps within ``MAX_SESSION_CHARS``."""
-        self.turns.append({"role": role, "content": content[:MAX_TEXT]})
-        total = sum(len(t["content"]) for t in self.turns)
-        while total > MAX_SESSION_CHARS and len(self.turns) > 1:
-            total -= len(self.turns.popleft()["content"])
-
-    def idle(self, now: float) -> bool:
-        """Return whether the session has been idle long enough and is unsummarised."""
-        return (
-            self.last_user_at > self.summarized_for
-            and now - self.last_user_at >= IDLE_SECONDS
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the session for storage (pending intents are not kept)."""
-        return {
-            "session_id": self.session_id,
-            "terminal_id": self.terminal_id,
-            "soul_id": self.soul_id,
-            "user_id": self.user_id,
-            "turns": list(self.turns),
-            "last_user_at": self.last_user_at,
-            "summary": self.summary,
-            "summarized_for": self.summarized_for,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Session | None:
-        """Return a stored session, or None when malformed."""
-        try:
-            session = cls(
-                session_id=str(data["session_id"]),
-                terminal_id=str(data["terminal_id"]),
-                soul_id=str(data["soul_id"]),
-                user_id=data.get("user_id"),
-                last_user_at=float(data["last_user_at"]),
-                summary=str(data.get("summary", "")),
-                summarized_for=float(data.get("summarized_for", 0.0)),
-            )
-            for turn in data.get("turns", []):
-                if turn.get("role") in ("user", "assistant"):
-                    session.add_turn(
-                        turn["role"], untrusted.clean(turn["content"], MAX_TEXT)
-                    )
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
-        return session
-
-
-def extractive_summary(session: Session) -> str:
-    """Summarise without a model: the user's turns, newest last, within a limit."""
-    said = [
-        t["content"].replace("\n", " ") for t in session.turns if t["role"] == "user"
-    ]
-    text = " / ".join(said)
-    if len(text) > MAX_SUMMARY:
-        text = "… " + text[-(MAX_SUMMARY - 2) :]
-    return text
-
-
-_PHRASES = {
-    "zh": {
-        "done": "好的。",
-        "confirm": "要我现在执行{what}吗？",
-        "blocked": "我现在心情不好，先不做{what}了。",
-        "clarify": "请告诉我{what}。",
-        "no_model": "没有语言模型，我没法思考这个问题。",
-        "model_failed": "我刚才走神了，没能想好，请再说一次。",
-        "invalid": "我听懂了，但这个指令的参数不对，没法执行。",
-        "unreachable": "我现在联系不上身体，没能执行。",
-    },
-    "en": {
-        "done": "Okay.",
-        "confirm": "Shall I {what} now?",
-        "blocked": "I'm not in the mood to {what} right now.",
-        "clarify": "Please tell me {what}.",
-        "no_model": "I can't think about that without a language model.",
-        "model_failed": "My mind wandered and I couldn't think that through; please say it again.",
-        "invalid": "I understood, but the command's arguments are not valid, so I can't run it.",
-        "unreachable": "I can't reach my body right now, so I couldn't do that.",
-    },
-}
-
-
-def _lang(text: str) -> str:
-    """Return the language Soul answers ``text`` in: ``zh`` or ``en``."""
-    return "zh" if detect_locale(text).startswith("zh") else "en"
-
-
-def _phrase(text: str, key: str, what: str = "") -> str:
-    return _PHRASES[_lang(text)][key].format(what=what)
 
 
 class ChatPipeline:
@@ -481,12 +213,12 @@ class ChatPipeline:
             request, session, snapshot.exec_mode, snapshot.exec_probability, extra_tools
         )
         result.user_emotion = user_emotion
-        if session.pending and _YES.match(request.text):
+        if session.pending and CONFIRM_YES.match(request.text):
             intents, session.pending = session.pending, []
             await self._send_intents(result, intents)
             result.decision = "execute_intents"
             if result.unreachable:
-                result.reply = _phrase(request.text, "unreachable")
+                result.reply = phrase(request.text, "unreachable")
         else:
             session.pending = []
             await self._route(result)
@@ -558,22 +290,22 @@ class ChatPipeline:
             missing = ", ".join(
                 str(m) for i in unclear for m in i.get("missing_parameters") or ()
             )
-            turn.reply = _phrase(turn.request.text, "clarify", missing)
+            turn.reply = phrase(turn.request.text, "clarify", missing)
             return
         intents = [i for i in business if i.get("status") == "ready"]
         valid = self._valid_intents(turn.request.terminal_id, intents)
         if not valid:
-            turn.reply = _phrase(turn.request.text, "invalid")
+            turn.reply = phrase(turn.request.text, "invalid")
             return
         what = "、".join(str(i["intent_name"]) for i in valid)
         if turn.exec_mode is ExecMode.BLOCKED:
-            turn.reply = _phrase(turn.request.text, "blocked", what)
+            turn.reply = phrase(turn.request.text, "blocked", what)
         elif turn.exec_mode is ExecMode.CONFIRM:
             turn.session.pending = valid
-            turn.reply = _phrase(turn.request.text, "confirm", what)
+            turn.reply = phrase(turn.request.text, "confirm", what)
         else:
             await self._send_intents(turn, valid)
-            turn.reply = _phrase(
+            turn.reply = phrase(
                 turn.request.text, "unreachable" if turn.unreachable else "done"
             )
 
@@ -654,7 +386,7 @@ class ChatPipeline:
     async def _reason(self, turn: _Turn) -> None:
         turn.route = "llm"
         if self.model is None:
-            turn.reply = _phrase(turn.request.text, "no_model")
+            turn.reply = phrase(turn.request.text, "no_model")
             self._on_no_model()
             return
         terminal = self._registry.get(turn.request.terminal_id)
@@ -688,7 +420,7 @@ class ChatPipeline:
                 answer = await self.model.chat(messages, tools)
             except LLMError as err:
                 _LOGGER.warning("LLM call failed: %s", err)
-                turn.reply = _phrase(turn.request.text, "model_failed")
+                turn.reply = phrase(turn.request.text, "model_failed")
                 return
             for key, value in answer.usage.items():
                 self.usage[key] = self.usage.get(key, 0) + value
@@ -717,7 +449,7 @@ class ChatPipeline:
                     {
                         "role": "tool",
                         "tool_call_id": call.call_id,
-                        "content": _tool_message(await self._tool(turn, call)),
+                        "content": tool_message(await self._tool(turn, call)),
                     }
                     for call in calls
                 ]
@@ -801,7 +533,7 @@ class ChatPipeline:
                 Kind.STATUS,
                 status_payload(
                     status,
-                    _STATUS_TEXT[_lang(turn.request.text)][status],
+                    STATUS_TEXT[reply_language(turn.request.text)][status],
                     turn.request.session_id,
                     utc_ts(self._clock()),
                 ),
@@ -836,14 +568,6 @@ class ChatPipeline:
             "Answer NO_REPLY when nothing should be said."
         )
         return "\n".join(lines)
-
-
-def _tool_message(result: dict[str, Any]) -> str:
-    """Return a tool's result as the model reads it: JSON, cut to a size."""
-    text = json.dumps(result, ensure_ascii=False, default=str)
-    if len(text) > MAX_TOOL_MESSAGE:
-        text = text[:MAX_TOOL_MESSAGE] + " …(cut)"
-    return untrusted.clean(text, MAX_TOOL_MESSAGE + 8)
 
 
 @dataclass

@@ -4,8 +4,9 @@
 by concept: ``numbers``, ``durations`` and ``timepoints`` read values;
 ``segmenter`` splits clauses; ``text`` detects the locale and folds text;
 ``lexicon`` holds Soul's built-in vocabulary and decision markers; ``catalog``
-validates and compiles catalogs (cached by content); ``engine`` scores and
-decides.
+validates and compiles catalogs (cached by content); ``request`` checks the
+request; ``reading`` reads each clause once; ``slots`` fills an intent's slots;
+``scoring`` scores an intent against a clause; ``engine`` decides.
 """
 
 from .catalog import (
@@ -14,7 +15,8 @@ from .catalog import (
     clear_compile_cache,
     compile_catalog,
 )
-from .engine import filter_intents, valid_timezone_name
+from .engine import filter_intents
+from .request import valid_timezone_name
 
 __all__ = [
     "IntentFilterError",

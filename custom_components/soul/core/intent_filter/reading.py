@@ -1,0 +1,279 @@
+"""Reading a clause: everything the filter learns from it once, for every intent.
+
+``read_clause`` finds a clause's built-in entities, durations, clock times,
+numbers, catalog keyword hits and (lazily) decision markers. ``Context`` is
+the state of one command: the catalog patterns it searches within its time,
+its warnings and its durations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import re
+from typing import Any
+
+from ..safe_regex import RegexBudgetError, RegexTimeoutError, UnsafeRegexError, search
+from .catalog import Catalog, Intent
+from .durations import Duration, find_durations
+from .lexicon import (
+    CONVERSATION,
+    DEGREE,
+    EXCLAMATION,
+    OPINION,
+    POLITE_REQUEST,
+    Entity,
+    find_entities,
+    is_negated,
+    is_question,
+)
+from .numbers import parse_number
+from .request import Request
+from .segmenter import Segment
+from .text import Clause, make_clause
+from .timepoints import TimePoint, find_time_points
+
+REGEX_TIMEOUT = 0.01  # seconds one catalog pattern may run on one clause
+MAX_WARNINGS = 16
+_NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
+_CONTENT = re.compile(r"[\w]", re.UNICODE)
+_LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
+_LATIN_TAIL = re.compile(r"[a-z]*")
+
+
+@dataclass(slots=True)
+class Hit:
+    """A catalog keyword found in a clause, with its span in the command."""
+
+    keyword: str
+    start: int  # in the original command
+    end: int
+
+
+class Markers:
+    """The decision markers of a clause, read only when a decision needs them."""
+
+    __slots__ = ("_text", "_values")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._values: dict[str, bool] = {}
+
+    def _get(self, name: str, test: Any) -> bool:
+        if (value := self._values.get(name)) is None:
+            value = self._values[name] = bool(test(self._text))
+        return value
+
+    @property
+    def negated(self) -> bool:
+        """Negation markers ("不要", "don't")."""
+        return self._get("negated", is_negated)
+
+    @property
+    def question(self) -> bool:
+        """Question markers."""
+        return self._get("question", is_question)
+
+    @property
+    def chatty(self) -> bool:
+        """Opinion, conversation or exclamation markers."""
+        return self._get(
+            "chatty",
+            lambda t: (
+                OPINION.search(t)
+                or CONVERSATION.search(t)
+                or EXCLAMATION.search(t)
+                or expresses_emotion(t)
+            ),
+        )
+
+    @property
+    def remark(self) -> bool:
+        """Degree words that make a remark of a clause without an action ("灯太亮了")."""
+        return self._get("remark", DEGREE.search)
+
+    @property
+    def polite(self) -> bool:
+        """Request markers: "帮我", "请", "please"."""
+        return self._get("polite", POLITE_REQUEST.search)
+
+
+@dataclass(slots=True)
+class Reading:
+    """Everything read from one clause, shared by every intent scored against it."""
+
+    seg: Segment
+    clause: Clause
+    content_length: int
+    entities: list[Entity]
+    durations: list[Duration]
+    time_points: list[TimePoint]
+    numbers: list[tuple[float, int, int]]
+    hits: list[Hit]
+    markers: Markers
+    types: set[str] = field(default_factory=set)
+    borrowed: Reading | None = None  # a neighbouring time-only clause
+    # intent index → its (hit, rule) pairs: each intent sees only its own hits
+    by_owner: dict[int, list[tuple[Hit, str]]] = field(default_factory=dict)
+
+    @property
+    def has_action(self) -> bool:
+        """Whether the clause holds a built-in action word."""
+        return "action" in self.types
+
+
+class Context:
+    """Per-request state: clock, locale, the catalog and regex warnings."""
+
+    def __init__(self, request: Request, catalog: Catalog, locale: str) -> None:
+        self.request = request
+        self.catalog = catalog
+        self.locale = locale
+        self.warnings: list[dict[str, str]] = []
+        self._warned: set[tuple[str, str, str]] = set()
+        self._durations: dict[str, list[Duration]] = {}
+        # Patterns that timed out on this command are not run again on it.
+        # Nothing is kept across commands: one user's command must not
+        # disable an intent of a body (or of every body with that catalog).
+        self._slow: set[str] = set()
+        self._budget_spent = False
+
+    def regex(self, intent: Intent, pattern: str, text: str) -> Any:
+        """Search a catalog pattern within the command's time; never raises."""
+        if self._budget_spent or pattern in self._slow:
+            return None  # reported once, when it happened
+        compiled = self.catalog.patterns.get(pattern, pattern)
+        try:
+            return search(compiled, text, timeout=REGEX_TIMEOUT)
+        except RegexBudgetError as err:
+            # The command's time is spent (not this pattern's fault): no
+            # pattern runs any more on this command.
+            self._budget_spent = True
+            self._warn(intent, pattern, str(err))
+        except RegexTimeoutError as err:
+            self._slow.add(pattern)
+            self._warn(intent, pattern, str(err))
+        except UnsafeRegexError as err:  # compiled at validation; kept for safety
+            self._warn(intent, pattern, str(err))
+        return None
+
+    def note(self, error: str) -> None:
+        """Add a warning about the command as a whole."""
+        self._warn(None, "", error)
+
+    def _warn(self, intent: Intent | None, pattern: str, error: str) -> None:
+        key = (intent.id if intent is not None else "", pattern, error)
+        if key in self._warned or len(self.warnings) >= MAX_WARNINGS:
+            return
+        self._warned.add(key)
+        warning = {"pattern": pattern, "error": error}
+        if intent is not None:
+            warning = {"intent_id": intent.id, **warning}
+        self.warnings.append(warning)
+
+    def durations(self, text: str) -> list[Duration]:
+        """Return the durations in ``text``, adjacent ones joined (cached per text)."""
+        if text not in self._durations:
+            self._durations[text] = _merge(find_durations(text))
+        return self._durations[text]
+
+
+def _merge(durations: list[Duration]) -> list[Duration]:
+    """Join adjacent durations ("1小时30分钟后", "2 hours 10 minutes")."""
+    merged: list[Duration] = []
+    for duration in durations:
+        if (
+            merged
+            and 0 <= duration.start - merged[-1].end <= 1
+            and not merged[-1].relative
+        ):
+            last = merged[-1]
+            merged[-1] = Duration(
+                last.seconds + duration.seconds,
+                last.start,
+                duration.end,
+                duration.relative,
+            )
+        else:
+            merged.append(duration)
+    return merged
+
+
+def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
+    hits: dict[tuple[str, int], Hit] = {}
+    pattern = catalog.keyword_pattern
+    if pattern is None:
+        return []
+    prefixes = catalog.keyword_prefixes
+    for variant in clause.variants:
+        text = variant.text if variant is not clause.original else variant.text.lower()
+        for match in pattern.finditer(text):
+            position = match.start()
+            for keyword in prefixes[match.group(1)]:
+                end = position + len(keyword)
+                if keyword.isascii():
+                    if position and text[position - 1].isalnum():
+                        continue
+                    tail = _LATIN_TAIL.match(text, end).group()  # type: ignore[union-attr]
+                    if tail not in _LATIN_SUFFIXES:
+                        continue
+                start_o, end_o = variant.span(position, end)
+                hits.setdefault((keyword, start_o), Hit(keyword, start_o, end_o))
+    return sorted(hits.values(), key=lambda h: (h.start, -len(h.keyword)))
+
+
+def read_clause(ctx: Context, seg: Segment) -> Reading:
+    """Read one clause of the command (spans in command coordinates)."""
+    clause = make_clause(ctx.request.command, seg.start, seg.end, ctx.locale)
+    folded = clause.folded.text
+    entities = [
+        Entity(e.type, e.value, e.text, e.start + seg.start, e.end + seg.start)
+        for e in find_entities(folded, ctx.locale)
+    ]
+    durations: list[Duration] = []
+    time_points: list[TimePoint] = []
+    if ctx.request.options["enable_time_parser"]:
+        durations = [
+            Duration(d.seconds, d.start + seg.start, d.end + seg.start, d.relative)
+            for d in ctx.durations(folded)
+        ]
+        time_points = [
+            TimePoint(t.at, t.start + seg.start, t.end + seg.start)
+            for t in find_time_points(folded, ctx.request.now)
+        ]
+    timed = [(d.start, d.end) for d in durations] + [
+        (t.start, t.end) for t in time_points
+    ]
+    numbers = []
+    for match in _NUMBER_TOKEN.finditer(folded):
+        start, end = match.start() + seg.start, match.end() + seg.start
+        if any(s <= start < e for s, e in timed):
+            continue
+        if (value := parse_number(match.group())) is not None:
+            numbers.append((value, start, end))
+    types = {e.type for e in entities}
+    if numbers:
+        types.add("number")
+    if durations:
+        types.update(("duration", "time"))
+    if time_points:
+        types.update(("time_point", "time"))
+    return Reading(
+        seg=seg,
+        clause=clause,
+        content_length=max(1, len(_CONTENT.findall(folded))),
+        entities=entities,
+        durations=durations,
+        time_points=time_points,
+        numbers=numbers,
+        hits=_keyword_hits(ctx.catalog, clause),
+        markers=Markers(folded),
+        types=types,
+    )
+
+
+def expresses_emotion(text: str) -> bool:
+    """Whether ``text`` expresses an emotion (``core.emotion``'s recognizer)."""
+    # Imported here: the recognizer itself imports this package's text module.
+    from ..emotion.recognizer import analyze_emotion  # noqa: PLC0415
+
+    return analyze_emotion(text)["emotion"] != "neutral"

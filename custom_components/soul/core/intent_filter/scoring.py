@@ -1,0 +1,203 @@
+"""Scoring: one intent against one clause, as a candidate with its confidence.
+
+The evidence (patterns, keywords, entity types, examples, slots, the body's
+hint) is combined by noisy-or; ``docs/intent-filter.md`` has the formula.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import Intent, bigrams
+from .reading import Context, Hit, Reading
+from .slots import fill_slots
+
+SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
+MAX_HITS_SCORED = 8  # keyword hits one intent scores in one clause
+
+
+@dataclass(slots=True)
+class Candidate:
+    """An intent scored against a clause: confidence, evidence and slots."""
+
+    intent: Intent
+    reading: Reading
+    confidence: float
+    evidence: list[dict[str, Any]]
+    parameters: dict[str, Any]
+    normalized: dict[str, Any]
+    missing: list[str]
+    strong: bool
+    status: str = "ready"
+
+
+def _noisy_or(scores: list[float]) -> float:
+    remaining = 1.0
+    for score in scores:
+        remaining *= 1.0 - max(0.0, min(1.0, score))
+    return 1.0 - remaining
+
+
+def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
+    """Score ``intent`` against one clause; None when a rule excludes it."""
+    hits_any: list[Hit] = []
+    synonyms: list[Hit] = []  # other names of a keyword's built-in entity
+    found_all: set[str] = set()
+    for hit, rule in reading.by_owner.get(intent.index, ()):
+        if rule == "negative_keywords":
+            return None
+        if rule == "keywords_all":
+            found_all.add(hit.keyword)
+        elif rule == "keywords_any":
+            hits_any.append(hit)
+        else:
+            synonyms.append(hit)
+    if intent.keywords_all and len(found_all) < len(intent.keywords_all):
+        return None
+    if intent.entity_types_all and not set(intent.entity_types_all) <= reading.types:
+        return None
+    evidence: list[dict[str, Any]] = []
+    scores: list[float] = []
+    strong = False
+    variants = reading.clause.variants
+    for pattern in intent.regex_all:
+        match = next(
+            (m for v in variants if (m := ctx.regex(intent, pattern, v.text))), None
+        )
+        if match is None:
+            return None
+        evidence.append({"type": "regex_all", "value": pattern, "score": 0.75})
+        scores.append(0.75)
+        strong = True
+    if intent.keywords_all:
+        evidence.append(
+            {"type": "keywords_all", "value": list(intent.keywords_all), "score": 0.7}
+        )
+        scores.append(0.7)
+        strong = True
+    # Only the hits count, never the length of the list: a long keywords_any
+    # list cannot dilute a specific hit. The best hit scores by how much of
+    # the clause it covers; other, non-overlapping hits add a little.
+    best_coverage = 0.0
+    covered: list[tuple[int, int]] = []
+    ranked = sorted(hits_any, key=lambda h: -len(h.keyword)) + sorted(
+        synonyms, key=lambda h: -len(h.keyword)
+    )
+    for position, hit in enumerate(ranked):
+        if len(covered) >= MAX_HITS_SCORED:
+            break  # more hits only add x0.5 each: a repeated word is not more sure
+        if any(s < hit.end and hit.start < e for s, e in covered):
+            continue
+        synonym = position >= len(hits_any)
+        coverage = min(1.0, len(hit.keyword.replace(" ", "")) / reading.content_length)
+        score = (0.6 + 0.35 * coverage) * (SYNONYM_WEIGHT if synonym else 1.0)
+        if covered:
+            score *= 0.5
+        best_coverage = max(best_coverage, coverage)
+        covered.append((hit.start, hit.end))
+        kind = "keyword_synonym" if synonym else "keyword_any"
+        evidence.append({"type": kind, "value": hit.keyword, "score": round(score, 3)})
+        scores.append(score)
+    for pattern in intent.regex_any:
+        for variant in variants:
+            if (match := ctx.regex(intent, pattern, variant.text)) is not None:
+                coverage = min(
+                    1.0, (match.end() - match.start()) / max(1, len(variant.text))
+                )
+                score = 0.7 + 0.25 * coverage
+                evidence.append(
+                    {"type": "regex_any", "value": pattern, "score": round(score, 3)}
+                )
+                scores.append(score)
+                strong = True
+                break
+    present = [t for t in intent.entity_types_any if t in reading.types]
+    for position, kind in enumerate(present):
+        score = 0.3 if position == 0 else 0.15
+        evidence.append({"type": "entity_type", "value": kind, "score": score})
+        scores.append(score)
+    if intent.examples:
+        clause_grams = bigrams(reading.clause.folded.text)
+        best = max(
+            (
+                2 * len(clause_grams & example) / (len(clause_grams) + len(example))
+                for example in intent.examples
+                if clause_grams or example
+            ),
+            default=0.0,
+        )
+        if best >= 0.3:
+            evidence.append(
+                {"type": "example", "value": round(best, 3), "score": round(best, 3)}
+            )
+            scores.append(best)
+            strong = strong or best >= 0.5
+    if intent.entity_types_all:
+        evidence.append(
+            {
+                "type": "entity_types_all",
+                "value": list(intent.entity_types_all),
+                "score": 0.5,
+            }
+        )
+        scores.append(0.5)
+    if not scores:
+        return None
+    parameters, normalized, missing, from_text = fill_slots(ctx, intent, reading)
+    for name in list(parameters)[:2]:
+        evidence.append({"type": "slot", "value": name, "score": 0.15})
+        scores.append(0.15)
+    if intent.hint_score:
+        evidence.append(
+            {
+                "type": "hint_score",
+                "value": intent.hint_score,
+                "score": intent.hint_score,
+            }
+        )
+        scores.append(intent.hint_score)
+    confidence = round(min(0.99, _noisy_or(scores)), 3)
+    strong = not _mere_mention(reading, strong, best_coverage, from_text)
+    return Candidate(
+        intent=intent,
+        reading=reading,
+        confidence=confidence,
+        evidence=evidence,
+        parameters=parameters,
+        normalized=normalized,
+        missing=missing,
+        strong=strong,
+        status="need_clarification" if missing else "ready",
+    )
+
+
+def _mere_mention(
+    reading: Reading, explicit: bool, coverage: float, from_text: int
+) -> bool:
+    """Whether a clause only talks about what an intent controls.
+
+    "我喜欢红色", "哇，灯好漂亮" (opinions, exclamations) and "灯太亮了" (a remark)
+    name the light without asking for anything; the language model answers them.
+    Explicit evidence (a catalog pattern, ``keywords_all``, a close example) or
+    a built-in action word always counts as a request.
+    """
+    if explicit or reading.has_action:
+        return False
+    if reading.markers.chatty and coverage < 1.0:
+        return True
+    return (
+        reading.markers.remark
+        and not reading.markers.polite
+        and from_text == 0
+        and coverage < 0.5
+    )
+
+
+def rank(candidate: Candidate) -> tuple[float, float, float]:
+    """Confidence first; within 0.05 the higher priority wins."""
+    return (
+        -int(candidate.confidence * 20),
+        -candidate.intent.priority,
+        -candidate.confidence,
+    )

@@ -1,0 +1,103 @@
+"""A chat session: the bounded transcript of one ``session_id``.
+
+A ``Session`` keeps the last turns within a size, the inputs kept as context,
+the intents awaiting a yes, and its summary; ``idle`` says when §2 step 12
+summarises it, ``extractive_summary`` does so without a model.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import untrusted
+from .chat_request import MAX_TEXT
+
+MAX_TURNS = 20
+MAX_SESSION_CHARS = 16 * 1024  # a stored transcript, oldest turns dropped first
+MAX_SESSIONS = 256
+IDLE_SECONDS = 180.0  # §2 step 12: a session idle this long is summarised
+MAX_SUMMARY = 600
+
+
+@dataclass
+class Session:
+    """A bounded transcript of one session."""
+
+    session_id: str
+    terminal_id: str
+    soul_id: str
+    user_id: str | None
+    turns: deque[dict[str, str]] = field(
+        default_factory=lambda: deque(maxlen=MAX_TURNS)
+    )
+    last_user_at: float = 0.0
+    summary: str = ""
+    context: deque[dict[str, Any]] = field(
+        default_factory=lambda: deque(maxlen=MAX_TURNS)
+    )
+    # Intents awaiting the user's yes (exec_mode "confirm").
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    # ``last_user_at`` of the turn the summary covers (0: none yet).
+    summarized_for: float = 0.0
+
+    def add_turn(self, role: str, content: str) -> None:
+        """Append a turn; the transcript keeps within ``MAX_SESSION_CHARS``."""
+        self.turns.append({"role": role, "content": content[:MAX_TEXT]})
+        total = sum(len(t["content"]) for t in self.turns)
+        while total > MAX_SESSION_CHARS and len(self.turns) > 1:
+            total -= len(self.turns.popleft()["content"])
+
+    def idle(self, now: float) -> bool:
+        """Return whether the session has been idle long enough and is unsummarised."""
+        return (
+            self.last_user_at > self.summarized_for
+            and now - self.last_user_at >= IDLE_SECONDS
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the session for storage (pending intents are not kept)."""
+        return {
+            "session_id": self.session_id,
+            "terminal_id": self.terminal_id,
+            "soul_id": self.soul_id,
+            "user_id": self.user_id,
+            "turns": list(self.turns),
+            "last_user_at": self.last_user_at,
+            "summary": self.summary,
+            "summarized_for": self.summarized_for,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Session | None:
+        """Return a stored session, or None when malformed."""
+        try:
+            session = cls(
+                session_id=str(data["session_id"]),
+                terminal_id=str(data["terminal_id"]),
+                soul_id=str(data["soul_id"]),
+                user_id=data.get("user_id"),
+                last_user_at=float(data["last_user_at"]),
+                summary=str(data.get("summary", "")),
+                summarized_for=float(data.get("summarized_for", 0.0)),
+            )
+            for turn in data.get("turns", []):
+                if turn.get("role") in ("user", "assistant"):
+                    session.add_turn(
+                        turn["role"], untrusted.clean(turn["content"], MAX_TEXT)
+                    )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return session
+
+
+def extractive_summary(session: Session) -> str:
+    """Summarise without a model: the user's turns, newest last, within a limit."""
+    said = [
+        t["content"].replace("\n", " ") for t in session.turns if t["role"] == "user"
+    ]
+    text = " / ".join(said)
+    if len(text) > MAX_SUMMARY:
+        text = "… " + text[-(MAX_SUMMARY - 2) :]
+    return text
