@@ -1,0 +1,77 @@
+"""What the harness sends: terminal topics, evil patterns, snapshots, chat bodies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+PREFIX = "soul"
+EVIL_PATTERN = "a{0,64}" * 6 + "b"
+EVIL_TEXT = "a" * 80
+# The regex module answers EVIL_PATTERN at once (it looks for the "b" first);
+# this one really backtracks until its time limit.
+EVIL_PATTERN2 = "^(a|aa)+$"
+EVIL_TEXT2 = "a" * 80 + "b"  # ("!" would be cut off as punctuation)
+SIMPLE_CATALOG: list[dict[str, Any]] = [
+    {
+        "id": "intent_light",
+        "name": "light",
+        "priority": 90,
+        "match": {"keywords_any": ["light", "灯"]},
+        "slots": [
+            {"name": "skill", "default": "control_light"},
+            {"name": "mode", "default": "on"},
+        ],
+    }
+]
+
+
+def good_skills(
+    terminal_id: str, version: int = 1, extra: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Return a valid ``skills`` snapshot (plus ``extra`` skills)."""
+    return {
+        "terminal_id": terminal_id,
+        "skill_version": version,
+        "skills": [
+            {
+                "name": "control_light",
+                "description": "turn the light on or off",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"mode": {"type": "string", "enum": ["on", "off"]}},
+                    "required": ["mode"],
+                },
+            },
+            {
+                "name": "say_hi",
+                "description": "say hi",
+                "input_schema": {"type": "object", "properties": {}},
+            },
+            *(extra or []),
+        ],
+    }
+
+
+def catalog(terminal_id: str, entries: list[dict[str, Any]], version: int = 1) -> str:
+    """Return an ``intent_catalog`` payload."""
+    return json.dumps(
+        {
+            "terminal_id": terminal_id,
+            "catalog_version": version,
+            "intent_catalog": entries,
+        },
+        ensure_ascii=False,
+    )
+
+
+def chat_body(
+    terminal_id: str, session_id: str, text: str = "hello there", **extra: Any
+) -> dict[str, Any]:
+    """Return a §4.2.1 chat request."""
+    return {
+        "session_id": session_id,
+        "terminal_id": terminal_id,
+        "inputs": [{"input_id": "in-1", "type": "keyboard_text", "text": text}],
+        **extra,
+    }
