@@ -313,3 +313,32 @@ async def test_star_identities_are_home_assistants(
     # Chat sessions of Star clients ran as their users.
     sessions = init_integration.runtime_data.chat.sessions
     assert sessions["star-kid01"].user_id == user.user.id
+
+
+async def test_the_soul_select_binds_for_administrators_only(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    """The body's *Soul* select is configuration: users may not rebind bodies."""
+    response = await callers["admin"].client.post(
+        SOULS, json={"name": "Nova", "mbti_type": "INTJ"}
+    )
+    nova = (await response.json())["soul_id"]
+    entity_id = "select.terminal_001_soul"
+    for kind in ("user", "read_only"):
+        with pytest.raises(Unauthorized):
+            await hass.services.async_call(
+                "select",
+                "select_option",
+                {"entity_id": entity_id, "option": "Nova"},
+                blocking=True,
+                context=callers[kind].context,
+            )
+    assert init_integration.runtime_data.souls.bindings()[T] != nova
+    await hass.services.async_call(
+        "select",
+        "select_option",
+        {"entity_id": entity_id, "option": "Nova"},
+        blocking=True,
+        context=callers["admin"].context,
+    )
+    assert init_integration.runtime_data.souls.bindings()[T] == nova

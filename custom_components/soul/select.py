@@ -5,6 +5,7 @@ from __future__ import annotations
 from homeassistant.components.select import SelectEntity
 from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import Unauthorized
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.protocol import Skill
@@ -103,7 +104,11 @@ class TerminalSoulSelect(TerminalEntity, SelectEntity):
         )
 
     async def async_select_option(self, option: str) -> None:
-        """Bind the body to the chosen soul."""
+        """Bind the body to the chosen soul (administrators and automations only)."""
+        if (context := self._context) is not None and context.user_id is not None:
+            user = await self.hass.auth.async_get_user(context.user_id)
+            if user is None or not user.is_admin:
+                raise Unauthorized(context=context, entity_id=self.entity_id)
         self.entry.runtime_data.souls.bind(self.terminal_id, self._labels()[option])
 
 
