@@ -110,6 +110,8 @@ class Reply:
     status: int = 200
     error: str | None = None
     delay: float = 0.0
+    # Streamed replies: seconds between chunks (to see deltas arrive early).
+    chunk_delay: float = 0.0
     # Sent as the whole HTTP body instead of a completion (an HTML page, say).
     raw: str | None = None
     content_type: str = "text/html"
@@ -139,9 +141,17 @@ class FakeOpenAI:
         *,
         tool_calls: list[dict] | None = None,
         delay: float = 0.0,
+        chunk_delay: float = 0.0,
     ) -> None:
         """Queue a successful completion: text, tool calls, or both."""
-        self._replies.append(Reply(content=content, tool_calls=tool_calls, delay=delay))
+        self._replies.append(
+            Reply(
+                content=content,
+                tool_calls=tool_calls,
+                delay=delay,
+                chunk_delay=chunk_delay,
+            )
+        )
 
     def raw(self, body: str, content_type: str = "text/html") -> None:
         """Queue a 200 answer whose body is ``body``, not a completion."""
@@ -299,6 +309,8 @@ class FakeOpenAI:
                 ],
             }
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if reply.chunk_delay:
+                await asyncio.sleep(reply.chunk_delay)
 
         await send({"role": "assistant", "content": ""})
         if reply.content:

@@ -51,3 +51,26 @@ def tool_output(result: Any) -> tuple[Any, bool]:
     if hasattr(result, "data") and hasattr(result, "error"):
         return result.data, bool(result.error)
     return result, False
+
+
+def tool_result_delta(
+    call_id: str, tool_name: str, data: dict[str, Any]
+) -> dict[str, Any]:
+    """Return a chat log delta carrying a tool's result (``result`` from 2026.10)."""
+    delta: dict[str, Any] = {
+        "role": "tool_result",
+        "tool_call_id": call_id,
+        "tool_name": tool_name,
+    }
+    if (result_type := getattr(llm, "ToolResult", None)) is not None:
+        delta["result"] = result_type(data=data)
+    else:
+        delta["tool_result"] = data
+    return delta
+
+
+def tool_result_data(content: Any) -> Any:
+    """Return the JSON of a chat log's ``ToolResultContent`` on either version."""
+    if (result := getattr(content, "result", None)) is not None:
+        return result.data
+    return content.tool_result

@@ -3,12 +3,18 @@
 A turn goes through the same chat pipeline as ``POST /api/soul/v1/chat``:
 emotion, intent filter, ``intent_action`` or the language model with the
 body's skills — and, when the soul's subentry selects Home Assistant LLM APIs
-(such as Assist), their tools as well.
+(such as Assist), their tools as well. Home Assistant's chat log is the
+conversation's one history: the model's messages are built from it, the
+model's reply streams into it token by token, and every tool call and result
+(the body's skills, ``recall_memory``, Assist's tools) is recorded in it, so
+Assist's debug view shows the whole turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+import json
 from typing import Any, Literal
 
 from homeassistant.components import conversation
@@ -16,16 +22,22 @@ from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import intent, llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.util.ulid import ulid_now
 
 from .access import principal_of
-from .compat import schema_to_json, tool_output
+from .compat import schema_to_json, tool_output, tool_result_data, tool_result_delta
 from .const import CONF_TERMINAL, DOMAIN
+from .core import untrusted
+from .core.chat import MAX_ARGUMENTS_BYTES
 from .core.chat_request import ChatError
+from .core.chat_tools import tool_message
+from .core.llm import ToolCall
 from .core.souls import Soul
 from .entity import SoulDeviceEntity, async_setup_soul_entities
 from .runtime import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
+MAX_HISTORY = 40  # chat log messages the model reads, the latest
 
 
 class AssistTools:
@@ -62,6 +74,133 @@ class AssistTools:
 
 class ToolFailedError(Exception):
     """A Home Assistant tool reported an error."""
+
+
+class ChatLogTranscript:
+    """The core's ``Transcript`` on Home Assistant's chat log.
+
+    Steps of the turn become chat log deltas, fed to
+    ``async_add_delta_content_stream`` by one task, so the frontend sees the
+    reply as it streams. Every tool call is marked external: the pipeline
+    runs it (the body's skills, ``recall_memory``, and Assist's tools through
+    their API) and its result is recorded as a ``tool_result`` delta.
+    """
+
+    def __init__(
+        self, hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str
+    ) -> None:
+        """Start feeding ``chat_log`` as ``agent_id``."""
+        self._chat_log = chat_log
+        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._open = False  # an assistant message takes deltas
+        self._task = hass.async_create_task(
+            self._feed(agent_id), "soul chat log", eager_start=False
+        )
+
+    async def _deltas(self) -> AsyncGenerator[dict[str, Any]]:
+        while (delta := await self._queue.get()) is not None:
+            yield delta
+
+    async def _feed(self, agent_id: str) -> None:
+        async for _content in self._chat_log.async_add_delta_content_stream(
+            agent_id,
+            self._deltas(),  # type: ignore[arg-type]
+        ):
+            pass
+
+    def history(self) -> list[dict[str, Any]]:
+        """Return the chat log as model messages (the latest ``MAX_HISTORY``)."""
+        system: list[dict[str, Any]] = []
+        messages: list[dict[str, Any]] = []
+        for content in self._chat_log.content:
+            if isinstance(content, conversation.SystemContent):
+                if content.content:
+                    system.append({"role": "system", "content": content.content})
+            elif isinstance(content, conversation.UserContent):
+                messages.append({"role": "user", "content": content.content})
+            elif isinstance(content, conversation.AssistantContent):
+                message: dict[str, Any] = {
+                    "role": "assistant",
+                    "content": content.content or "",
+                }
+                if content.tool_calls:
+                    message["tool_calls"] = [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.tool_name,
+                                "arguments": json.dumps(
+                                    call.tool_args, ensure_ascii=False, default=str
+                                ),
+                            },
+                        }
+                        for call in content.tool_calls
+                    ]
+                messages.append(message)
+            elif isinstance(content, conversation.ToolResultContent):
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": content.tool_call_id,
+                        "content": tool_message(tool_result_data(content)),
+                    }
+                )
+        messages = messages[-MAX_HISTORY:]
+        while messages and messages[0]["role"] != "user":
+            messages.pop(0)  # never start with a tool result or its call
+        return system + messages
+
+    def _start(self) -> None:
+        if not self._open:
+            self._queue.put_nowait({"role": "assistant"})
+            self._open = True
+
+    async def text(self, piece: str) -> None:
+        """Stream a piece of the reply into the open assistant message."""
+        self._start()
+        self._queue.put_nowait({"content": piece})
+
+    async def tool_calls(self, calls: Sequence[ToolCall]) -> None:
+        """Record the model's tool calls (run by the pipeline: external)."""
+        self._start()
+        self._queue.put_nowait(
+            {
+                "tool_calls": [
+                    llm.ToolInput(
+                        tool_name=call.name,
+                        tool_args=_arguments(call.arguments),
+                        id=call.call_id or ulid_now(),
+                        external=True,
+                    )
+                    for call in calls
+                ]
+            }
+        )
+
+    async def tool_result(self, call: ToolCall, result: dict[str, Any]) -> None:
+        """Record a tool's result; the next text starts a new message."""
+        self._queue.put_nowait(tool_result_delta(call.call_id, call.name, result))
+        self._open = False
+
+    async def reply(self, text: str) -> None:
+        """Record a whole reply (the intent path, an in-character message)."""
+        self._queue.put_nowait({"role": "assistant", "content": text})
+        self._open = True
+
+    async def finish(self) -> None:
+        """Close the stream and wait until the chat log has taken everything."""
+        self._queue.put_nowait(None)
+        await self._task
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    """Return a tool call's arguments as an object for the chat log."""
+    try:
+        value = untrusted.loads(raw or "{}", max_bytes=MAX_ARGUMENTS_BYTES)
+    except untrusted.UntrustedInputError:
+        return {"raw": untrusted.clean(raw, 1024)}
+    return value if isinstance(value, dict) else {"value": value}
 
 
 class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
@@ -140,20 +279,13 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
             "inputs": [{"type": "speech_text", "text": user_input.text}],
         }
         extra = AssistTools(chat_log.llm_api) if chat_log.llm_api else None
+        transcript = ChatLogTranscript(self.hass, chat_log, self.entity_id)
         try:
-            response = await runtime.chat.chat(body, extra_tools=extra)
+            await runtime.chat.chat(body, extra_tools=extra, transcript=transcript)
         except ChatError as err:
+            await transcript.finish()
             return _error(user_input, str(err))
-
-        async def stream() -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
-            yield {"role": "assistant"}
-            if response["reply"]:
-                yield {"content": response["reply"]}
-
-        async for _content in chat_log.async_add_delta_content_stream(
-            self.entity_id, stream()
-        ):
-            pass
+        await transcript.finish()
         return conversation.async_get_result_from_chat_log(user_input, chat_log)
 
 

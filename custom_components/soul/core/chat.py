@@ -21,7 +21,7 @@ sessions are summarised off the chat path (``summarize_idle``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 import json
 import logging
@@ -48,7 +48,7 @@ from .chat_tools import RECALL_SPEC, RECALL_TOOL, ChatModel, ExtraTools, tool_me
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
 from .invoker import InvokeError, Invoker
-from .llm import LLMError
+from .llm import LLMError, ModelReply
 from .memory.base import MemoryBackendError
 from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, status_payload, utc_ts
@@ -56,6 +56,7 @@ from .registry import TerminalRegistry
 from .session import MAX_SESSIONS, MAX_SUMMARY, Session, extractive_summary
 from .souls import NoSoulError, SoulHub
 from .topics import Kind, Publish, Topics, publish_to
+from .transcript import ReplyStream, Transcript
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ MAX_REPLY = 4096  # a model's reply as stored and returned
 MAX_TOOL_CALLS = 8  # tool calls run per model round
 MAX_ARGUMENTS_BYTES = 64 * 1024
 ARGUMENT_CHECK_BUDGET = 0.015  # seconds all intents' schema patterns take in a turn
+MAX_CONTEXT_IN_PROMPT = 5  # latest non-text inputs and events in the system prompt
+MAX_CONTEXT_LINE = 300
 DEFAULT_MAX_ROUNDS = 3
 
 
@@ -81,7 +84,6 @@ class ChatPipeline:
         model: ChatModel | None = None,
         default_timezone: Callable[[], str] = lambda: "UTC",
         max_rounds: int = DEFAULT_MAX_ROUNDS,
-        on_summary: Callable[[Session], Awaitable[None]] | None = None,
         on_dirty: Callable[[], None] = lambda: None,
         on_no_model: Callable[[], None] = lambda: None,
     ) -> None:
@@ -100,8 +102,6 @@ class ChatPipeline:
         self.sessions: dict[str, Session] = {}
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.last_route: str | None = None
-        # The memory hook: called with each new idle summary (issue 7 fills it).
-        self.on_summary = on_summary
         self._on_dirty = on_dirty
         self._on_no_model = on_no_model
 
@@ -124,7 +124,7 @@ class ChatPipeline:
 
         Runs off the chat path (the glue calls it periodically). A summary is
         made by the model when there is one, else extractively; it becomes the
-        session's ``context_summary`` and goes to the memory hook.
+        session's ``context_summary`` and is archived to memory.
         """
         now = self._clock()
         done = []
@@ -133,13 +133,6 @@ class ChatPipeline:
             session.summary = await self._summary(session)
             session.summarized_for = covered
             done.append(session)
-            if self.on_summary is not None:
-                try:
-                    await self.on_summary(session)
-                except Exception:
-                    _LOGGER.exception(
-                        "The summary hook failed for %s", session.session_id
-                    )
             if self.memory is not None:
                 # Queued on disk first; sent now or when the backend is back.
                 await self.memory.archive_session(
@@ -181,11 +174,17 @@ class ChatPipeline:
     # -- the turn ---------------------------------------------------------------
 
     async def chat(
-        self, body: Any, *, extra_tools: ExtraTools | None = None
+        self,
+        body: Any,
+        *,
+        extra_tools: ExtraTools | None = None,
+        transcript: Transcript | None = None,
     ) -> dict[str, Any]:
         """Answer one §4.2.1 request with a §4.2.2 response; raise ``ChatError``.
 
         ``extra_tools`` are offered to the model next to the body's skills.
+        With a ``transcript`` the model's messages come from it, the model
+        streams, and every step of the turn goes to it (``core.transcript``).
         """
         request = parse_chat_request(body)
         existing = self.sessions.get(request.session_id)
@@ -210,7 +209,12 @@ class ChatPipeline:
         except NoSoulError as err:
             raise ChatError(NO_SOUL_ERROR) from err
         result = _Turn(
-            request, session, snapshot.exec_mode, snapshot.exec_probability, extra_tools
+            request,
+            session,
+            snapshot.exec_mode,
+            snapshot.exec_probability,
+            extra_tools,
+            transcript,
         )
         result.user_emotion = user_emotion
         if session.pending and CONFIRM_YES.match(request.text):
@@ -225,6 +229,8 @@ class ChatPipeline:
         reply = untrusted.clean(normalize_reply(result.reply), MAX_REPLY)
         if reply:
             session.add_turn("assistant", reply)
+            if transcript is not None and not result.streamed:
+                await transcript.reply(reply)
         self.last_route = result.route
         return {
             "session_id": request.session_id,
@@ -411,24 +417,29 @@ class ChatPipeline:
             tools += [
                 t for t in turn.extra_tools.specs if t["function"]["name"] not in names
             ]
-        messages = [
-            {"role": "system", "content": self._system_prompt(turn)},
-            *list(turn.session.turns),
-        ]
+        history = (
+            turn.transcript.history()
+            if turn.transcript is not None
+            else list(turn.session.turns)
+        )
+        messages = [{"role": "system", "content": self._system_prompt(turn)}, *history]
         for _round in range(self.max_rounds):
             try:
-                answer = await self.model.chat(messages, tools)
+                answer = await self._ask(turn, messages, tools)
             except LLMError as err:
                 _LOGGER.warning("LLM call failed: %s", err)
                 turn.reply = phrase(turn.request.text, "model_failed")
+                turn.streamed = False
                 return
             for key, value in answer.usage.items():
                 self.usage[key] = self.usage.get(key, 0) + value
             content = untrusted.clean(answer.content, MAX_REPLY)
+            turn.reply = content
             if not answer.tool_calls:
-                turn.reply = content
                 return
             calls = answer.tool_calls[:MAX_TOOL_CALLS]
+            if turn.transcript is not None:
+                await turn.transcript.tool_calls(calls)
             messages.append(
                 {
                     "role": "assistant",
@@ -444,18 +455,42 @@ class ChatPipeline:
                 }
             )
             # One after the other: a body runs one skill at a time.
-            messages.extend(
-                [
+            for call in calls:
+                result = await self._tool(turn, call)
+                if turn.transcript is not None:
+                    await turn.transcript.tool_result(call, result)
+                messages.append(
                     {
                         "role": "tool",
                         "tool_call_id": call.call_id,
-                        "content": tool_message(await self._tool(turn, call)),
+                        "content": tool_message(result),
                     }
-                    for call in calls
-                ]
-            )
-            turn.reply = content
+                )
         # Out of rounds: the last text the model gave, if any.
+
+    async def _ask(
+        self,
+        turn: _Turn,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+    ) -> ModelReply:
+        """Ask the model once; with a transcript, stream its text into it."""
+        assert self.model is not None  # noqa: S101 - checked by the caller
+        if turn.transcript is None:
+            return await self.model.chat(messages, tools)
+        stream = ReplyStream(turn.transcript)
+        answer: ModelReply | None = None
+        async for item in self.model.stream(messages, tools):
+            if isinstance(item, str):
+                await stream.add(untrusted.clean(item, MAX_REPLY))
+            else:
+                answer = item
+        await stream.end()
+        if answer is None:  # the stream ended without its reply: a broken model
+            raise LLMError("the streamed completion ended early")
+        # The reply reached the transcript unless nothing was worth streaming.
+        turn.streamed = bool(stream.streamed)
+        return answer
 
     async def _tool(self, turn: _Turn, call: Any) -> dict[str, Any]:
         """Run one tool call; every failure becomes a result the model can read."""
@@ -563,11 +598,22 @@ class ChatPipeline:
             )
         if turn.session.summary:
             lines.append(f"Earlier in this conversation: {turn.session.summary}")
+        if context := _recent_context(turn.session):
+            lines.append(f"Recent events and inputs (newest last):\n{context}")
         lines.append(
             "Use the body's tools to act. Answer briefly in the user's language. "
             "Answer NO_REPLY when nothing should be said."
         )
         return "\n".join(lines)
+
+
+def _recent_context(session: Session) -> str:
+    """Return the session's latest non-text inputs and events, one short line each."""
+    items = list(session.context)[-MAX_CONTEXT_IN_PROMPT:]
+    return "\n".join(
+        "- " + json.dumps(item, ensure_ascii=False, default=str)[:MAX_CONTEXT_LINE]
+        for item in items
+    )
 
 
 @dataclass
@@ -579,9 +625,11 @@ class _Turn:
     exec_mode: ExecMode
     exec_probability: float
     extra_tools: ExtraTools | None = None
+    transcript: Transcript | None = None
     user_emotion: dict[str, Any] = field(default_factory=dict)
     decision: str = "fallback_reasoning"
     route: str = "no_action"
     reply: str = ""
     executed: list[str] = field(default_factory=list)
     unreachable: bool = False  # publishing to the body failed
+    streamed: bool = False  # the reply reached the transcript piece by piece

@@ -8,6 +8,7 @@ turns a tool's result into the text the model reads.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 import json
 from typing import Any, Protocol
 
@@ -40,6 +41,11 @@ class ChatModel(Protocol):
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
         """Return one completion."""
+
+    def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> AsyncIterator[str | ModelReply]:
+        """Yield one completion's text in pieces, then the whole reply."""
 
 
 class ExtraTools(Protocol):

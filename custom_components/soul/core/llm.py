@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 import functools
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,8 @@ VERIFY_TIMEOUT = 10.0
 MAX_CALL_ID = 128
 MAX_TOOL_NAME = 128
 MAX_COMPLETION_BYTES = 2 * 1024 * 1024  # one chat completion, as read from the wire
+MAX_EVENT_BYTES = 256 * 1024  # one server-sent event of a streamed completion
+MAX_STREAM_CALLS = 32  # tool calls assembled from one streamed completion
 
 
 class LLMError(Exception):
@@ -175,6 +177,136 @@ class OpenAICompatibleLLM:
             ) from None
         return _reply(data)
 
+    async def stream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] = (),
+        *,
+        timeout: float = 30.0,
+    ) -> AsyncIterator[str | ModelReply]:
+        """Stream one completion: its text in pieces as they arrive, then the reply.
+
+        Yields ``str`` pieces of the content, and finally the whole
+        ``ModelReply`` (content, assembled tool calls, usage). The server-sent
+        events are read by Soul within ``MAX_COMPLETION_BYTES`` (each event
+        within ``MAX_EVENT_BYTES``) and decoded as untrusted JSON. Raises
+        what ``chat`` raises.
+        """
+        client = self.client.with_options(timeout=timeout, max_retries=1)
+        kwargs: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": list(messages),
+            "stream": True,
+        }
+        if tools:
+            kwargs["tools"] = list(tools)
+        assembly = _Assembly()
+        try:
+            async with client.chat.completions.with_streaming_response.create(
+                **kwargs
+            ) as response:
+                async for event in _server_sent_events(response.iter_bytes()):
+                    if (piece := assembly.add(event)) is not None:
+                        yield piece
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
+            raise LLMAuthError(str(err)) from err
+        except openai.OpenAIError as err:
+            raise LLMConnectionError(str(err)) from err
+        yield assembly.reply()
+
+
+async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[Any]:
+    """Yield the decoded ``data:`` events of a stream, within the size limits."""
+    buffer = bytearray()
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > MAX_COMPLETION_BYTES:
+            raise LLMResponseError(
+                f"the completion is larger than {MAX_COMPLETION_BYTES} bytes"
+            )
+        buffer += chunk
+        while (end := buffer.find(b"\n")) >= 0:
+            line = bytes(buffer[:end]).strip()
+            del buffer[: end + 1]
+            if not line.startswith(b"data:"):
+                continue  # comments, event names, blank separators
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                return
+            try:
+                yield untrusted.loads(
+                    data, max_bytes=MAX_EVENT_BYTES, what="an event", repair=True
+                )
+            except untrusted.UntrustedInputError as err:
+                raise LLMResponseError(
+                    f"the endpoint did not stream a chat completion: {err}"
+                ) from None
+        if len(buffer) > MAX_EVENT_BYTES:
+            raise LLMResponseError(f"an event is larger than {MAX_EVENT_BYTES} bytes")
+
+
+class _Assembly:
+    """Puts a streamed completion together: content, tool calls by index, usage."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage: dict[str, int] = {}
+
+    def add(self, event: Any) -> str | None:
+        """Take one event; return its piece of content, if any."""
+        if not isinstance(event, dict):
+            raise LLMResponseError("a streamed event is not an object")
+        if isinstance(raw_usage := event.get("usage"), dict):
+            self.usage = _usage(raw_usage)
+        choices = event.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return None
+        delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
+        if not isinstance(delta, dict):
+            return None
+        for raw in delta.get("tool_calls") or ():
+            if not isinstance(raw, dict) or not isinstance(raw.get("index"), int):
+                continue
+            if raw["index"] not in self.calls and len(self.calls) >= MAX_STREAM_CALLS:
+                continue
+            call = self.calls.setdefault(
+                raw["index"], {"id": "", "name": "", "arguments": ""}
+            )
+            if isinstance(raw.get("id"), str):
+                call["id"] = raw["id"][:MAX_CALL_ID]
+            function = raw.get("function")
+            if isinstance(function, dict):
+                if isinstance(function.get("name"), str):
+                    call["name"] = (call["name"] + function["name"])[:MAX_TOOL_NAME]
+                if isinstance(function.get("arguments"), str):
+                    call["arguments"] += function["arguments"]
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self.content.append(content)
+            return content
+        return None
+
+    def reply(self) -> ModelReply:
+        """Return the whole completion."""
+        return ModelReply(
+            "".join(self.content) or None,
+            tuple(
+                ToolCall(c["id"], c["name"], c["arguments"])
+                for _index, c in sorted(self.calls.items())
+            ),
+            self.usage,
+        )
+
+
+def _usage(raw: dict[str, Any]) -> dict[str, int]:
+    usage: dict[str, int] = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = raw.get(key)
+        usage[key] = value if isinstance(value, int) and value >= 0 else 0
+    return usage
+
 
 def _reply(data: Any) -> ModelReply:
     """Return the usable part of a completion (decoded JSON); raise for anything else."""
@@ -208,9 +340,5 @@ def _reply(data: Any) -> ModelReply:
                 arguments if isinstance(arguments, str) else "",
             )
         )
-    usage: dict[str, int] = {}
-    if isinstance(raw_usage := data.get("usage"), dict):
-        for key in ("prompt_tokens", "completion_tokens"):
-            value = raw_usage.get(key)
-            usage[key] = value if isinstance(value, int) and value >= 0 else 0
+    usage = _usage(raw) if isinstance(raw := data.get("usage"), dict) else {}
     return ModelReply(content, tuple(calls), usage)

@@ -1,0 +1,90 @@
+"""Where a chat turn's history comes from and where its steps go.
+
+The pipeline asks a ``Transcript`` for the conversation so far (the model's
+messages) and tells it every step of the turn as it happens: pieces of the
+reply as the model streams them, the tool calls, their results, and replies
+that come from no model (an intent, an in-character refusal). Without one,
+the pipeline uses the session's own bounded transcript. Assist passes one
+backed by Home Assistant's chat log, so one history serves the agent and the
+debug view shows every step (``conversation.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .chat_phrases import normalize_reply
+from .llm import ToolCall
+
+# The longest form of a reply that says nothing ("<NO_REPLY>", "[NO_REPLY]").
+_HOLD = len("[NO_REPLY]") + 2
+
+
+class Transcript(Protocol):
+    """A conversation's history and the sink of one turn's steps."""
+
+    def history(self) -> list[dict[str, Any]]:
+        """Return the conversation as model messages, the user's turn last.
+
+        System messages here (for example Home Assistant's LLM API prompt)
+        follow the soul's own system prompt.
+        """
+
+    async def text(self, piece: str) -> None:
+        """Take a piece of the assistant's reply as the model streams it."""
+
+    async def tool_calls(self, calls: Sequence[ToolCall]) -> None:
+        """Take the tool calls of the model's message (after its text)."""
+
+    async def tool_result(self, call: ToolCall, result: dict[str, Any]) -> None:
+        """Take the result of one tool call."""
+
+    async def reply(self, text: str) -> None:
+        """Take a whole reply no model streamed (an intent's, a refusal)."""
+
+
+class ReplyStream:
+    """Forwards streamed pieces, holding back what could still be NO_REPLY.
+
+    A reply of just ``NO_REPLY`` (or ``<NO_REPLY>``, ``[NO_REPLY]``) says
+    nothing (§4.2.2), so nothing of it may be streamed: the first characters
+    wait until the text can no longer be one of those forms.
+    """
+
+    def __init__(self, transcript: Transcript) -> None:
+        """Stream into ``transcript``."""
+        self._transcript = transcript
+        self._held = ""
+        self._released = False
+        self.streamed = ""
+
+    async def add(self, piece: str) -> None:
+        """Take the next piece of the reply."""
+        if self._released:
+            await self._send(piece)
+            return
+        self._held += piece
+        if len(self._held.strip()) >= _HOLD or not _could_say_nothing(self._held):
+            self._released = True
+            held, self._held = self._held, ""
+            await self._send(held)
+
+    async def end(self) -> None:
+        """Close the message: send what was held, unless it says nothing."""
+        if not self._released and normalize_reply(self._held):
+            await self._send(self._held)
+        self._held, self._released = "", False
+
+    async def _send(self, text: str) -> None:
+        if text:
+            self.streamed += text
+            await self._transcript.text(text)
+
+
+def _could_say_nothing(text: str) -> bool:
+    """Return whether ``text`` may still grow into a NO_REPLY form."""
+    stripped = text.strip()
+    return any(
+        form.startswith(stripped) for form in ("NO_REPLY", "<NO_REPLY>", "[NO_REPLY]")
+    )

@@ -1,0 +1,158 @@
+"""Assist on Home Assistant's chat log: one history, real streaming, every step recorded."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import chat_session
+import pytest
+
+from custom_components.soul.compat import tool_result_data
+from custom_components.soul.const import (
+    CONF_LLM_BASE_URL,
+    CONF_LLM_MODEL,
+    CONF_MEMORY_BACKEND,
+    CONF_TOPIC_PREFIX,
+)
+from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, tool_call
+
+from .test_terminals import Body, body  # noqa: F401  # fixture
+
+AGENT = "conversation.friendly"
+
+
+@pytest.fixture
+def soul_options(fake_llm: FakeOpenAI) -> dict[str, Any]:
+    """A hub with the fake model (and no memory)."""
+    return {
+        CONF_TOPIC_PREFIX: "soul",
+        CONF_LLM_BASE_URL: fake_llm.base_url,
+        CONF_LLM_MODEL: DEFAULT_MODEL,
+        CONF_MEMORY_BACKEND: "none",
+    }
+
+
+def _content(hass: HomeAssistant, conversation_id: str) -> list[Any]:
+    with (
+        chat_session.async_get_chat_session(hass, conversation_id) as session,
+        conversation.async_get_chat_log(hass, session) as chat_log,
+    ):
+        return list(chat_log.content)
+
+
+async def test_the_debug_view_shows_every_step(
+    hass: HomeAssistant,
+    fake_llm: FakeOpenAI,
+    body: Body,  # noqa: F811
+) -> None:
+    """Tool calls and results are in the chat log, then the streamed reply."""
+    fake_llm.reply(tool_calls=[tool_call("control_light", {"mode": "on"}, "c1")])
+    fake_llm.reply("The lamp is on now.")
+    result = await conversation.async_converse(
+        hass, "Could you brighten things up?", None, Context(), "en", agent_id=AGENT
+    )
+    assert result.response.speech["plain"]["speech"] == "The lamp is on now."
+    content = _content(hass, result.conversation_id)
+    roles = [c.role for c in content]
+    assert roles == ["system", "user", "assistant", "tool_result", "assistant"]
+    call = content[2].tool_calls[0]
+    assert (call.tool_name, call.tool_args, call.id, call.external) == (
+        "control_light",
+        {"mode": "on"},
+        "c1",
+        True,
+    )
+    assert content[3].tool_call_id == "c1"
+    assert tool_result_data(content[3])["ok"] is True
+    assert content[4].content == "The lamp is on now."
+    assert body.requests[-1]["skill"] == "control_light"
+    # Both model rounds were streamed.
+    assert all(r.get("stream") for r in fake_llm.chat_requests)
+
+
+async def test_one_history_serves_the_agent(
+    hass: HomeAssistant,
+    fake_llm: FakeOpenAI,
+    body: Body,  # noqa: F811
+) -> None:
+    """The second turn's model messages are the chat log's, tool steps included."""
+    fake_llm.reply(tool_calls=[tool_call("set_head_motion", {"action": "点头"}, "n1")])
+    fake_llm.reply("I nodded.")
+    first = await conversation.async_converse(
+        hass, "Do you agree with me?", None, Context(), "en", agent_id=AGENT
+    )
+    fake_llm.reply("You asked me to nod.")
+    await conversation.async_converse(
+        hass, "What did I ask?", first.conversation_id, Context(), "en", agent_id=AGENT
+    )
+    messages = fake_llm.chat_requests[-1]["messages"]
+    assert messages[0]["role"] == "system" and "friendly" in messages[0]["content"]
+    history = [
+        (m["role"], m.get("content")) for m in messages[1:] if m["role"] != "system"
+    ]
+    assert history[0] == ("user", "Do you agree with me?")
+    assert ("tool", '{"ok": true, "output": "done", "error": null}') in history
+    assert history[-2] == ("assistant", "I nodded.")
+    assert history[-1] == ("user", "What did I ask?")
+    tool_calls = [m for m in messages if m.get("tool_calls")]
+    assert tool_calls[0]["tool_calls"][0]["function"]["name"] == "set_head_motion"
+
+
+async def test_the_reply_streams_before_the_model_finishes(
+    hass: HomeAssistant,
+    fake_llm: FakeOpenAI,
+    body: Body,  # noqa: F811
+) -> None:
+    arrived: list[tuple[float, dict[str, Any]]] = []
+
+    def listener(_chat_log: Any, delta: dict[str, Any]) -> None:
+        arrived.append((time.monotonic(), delta))
+
+    fake_llm.reply("Good evening, how was your day?", chunk_delay=0.3)
+    with (
+        chat_session.async_get_chat_session(hass) as session,
+        conversation.async_get_chat_log(
+            hass, session, chat_log_delta_listener=listener
+        ),
+    ):
+        result = await conversation.async_converse(
+            hass,
+            "Tell me something nice",
+            session.conversation_id,
+            Context(),
+            "en",
+            agent_id=AGENT,
+        )
+        finished = time.monotonic()
+    assert (
+        result.response.speech["plain"]["speech"] == "Good evening, how was your day?"
+    )
+    pieces = [(at, d["content"]) for at, d in arrived if d.get("content")]
+    assert len(pieces) >= 2
+    assert "".join(p for _at, p in pieces) == "Good evening, how was your day?"
+    # The first piece reached Assist while the model was still talking.
+    assert pieces[0][0] < finished - 0.25
+
+
+async def test_the_intent_path_and_no_reply_in_the_chat_log(
+    hass: HomeAssistant,
+    fake_llm: FakeOpenAI,
+    body: Body,  # noqa: F811
+) -> None:
+    result = await conversation.async_converse(
+        hass, "把灯调成绿色", None, Context(), "zh-cn", agent_id=AGENT
+    )
+    content = _content(hass, result.conversation_id)
+    assert content[-1].role == "assistant" and content[-1].content == "好的。"
+    assert fake_llm.chat_requests == []  # no model for an intent
+    fake_llm.reply("NO_REPLY")
+    result = await conversation.async_converse(
+        hass, "Hmm, interesting weather today", None, Context(), "en", agent_id=AGENT
+    )
+    content = _content(hass, result.conversation_id)
+    assert not any(
+        c.role == "assistant" and c.content and "NO_REPLY" in c.content for c in content
+    )
