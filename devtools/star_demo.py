@@ -34,7 +34,7 @@ import secrets
 import sys
 from typing import Any
 
-from custom_components.soul.core.star.client import (
+from soul_star import (
     AgentClient,
     Envelope,
     EnvironmentClient,

@@ -6,12 +6,22 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 import itertools
 import json
+from pathlib import Path
+import subprocess
+import sys
+import tomllib
 from typing import Any
 
 import aiohttp
+from hypothesis import example, given, strategies as st
 import pytest
 
-from custom_components.soul.core.star.client import (
+from custom_components.soul.core.star import hub as star_hub
+from custom_components.soul.core.star.hub import StarHub
+from devtools.broker import free_port
+from devtools.star_server import StarServer
+import soul_star
+from soul_star import (
     AgentClient,
     Envelope,
     EnvironmentClient,
@@ -22,11 +32,9 @@ from custom_components.soul.core.star.client import (
     StarHubError,
     StarTimeoutError,
 )
-from custom_components.soul.core.star.hub import StarHub
-from devtools.broker import free_port
-from devtools.star_server import StarServer
 
 TOKEN = "star-test-token"
+SDK = Path(__file__).resolve().parents[3] / "sdk" / "star-client"
 
 
 @pytest.fixture
@@ -603,3 +611,71 @@ async def test_connect_timeout(socket_enabled: None) -> None:
         await agent.connect(timeout=0.2)
     assert len(agent.retry_delays) >= 2
     assert agent._runner is None
+
+
+# -- the distribution (sdk/star-client) ------------------------------------------
+
+
+def test_sdk_constants_equal_the_hub() -> None:
+    """The SDK's copies of the hub's protocol constants are the hub's."""
+    assert soul_star.HUB_ID == star_hub.HUB_ID
+    assert soul_star.CLIENT_TYPES == star_hub.CLIENT_TYPES
+    assert soul_star.client.ID_RE.pattern == star_hub.ID_RE.pattern
+    assert soul_star.client.ID_RE.flags == star_hub.ID_RE.flags
+
+
+@given(
+    st.one_of(
+        st.text(max_size=60),
+        st.from_regex(star_hub.ID_RE, fullmatch=True),
+        st.none(),
+        st.integers(),
+    )
+)
+@example("ab")
+@example("abc")
+@example("a" * 50)
+@example("a" * 51)
+@example("_agent")
+@example("agent_1.x-2")
+@example("agent_1\n")
+def test_sdk_valid_id_agrees_with_the_hub(value: Any) -> None:
+    """The SDK accepts exactly the ids the hub accepts."""
+    assert soul_star.valid_id(value) == star_hub.valid_id(value)
+
+
+def test_sdk_imports_without_the_integration(tmp_path: Path) -> None:
+    """A pip user has only the SDK: it imports with the repository off the path."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(SDK)!r})
+import soul_star
+assert soul_star.__file__.startswith({str(SDK)!r}), soul_star.__file__
+loaded = sorted(
+    name for name in sys.modules
+    if name.split(".")[0] in ("custom_components", "devtools", "homeassistant")
+)
+assert not loaded, loaded
+print("ok", soul_star.__version__)
+"""
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-I", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ok {soul_star.__version__}"
+
+
+def test_sdk_distribution_metadata() -> None:
+    """pyproject.toml names the package, its version and its one dependency."""
+    text = (SDK / "pyproject.toml").read_text(encoding="utf-8")
+    project = tomllib.loads(text)["project"]
+    assert project["name"] == "soul-star-client"
+    assert project["version"] == soul_star.__version__
+    assert project["dependencies"] == ["aiohttp>=3.9"]
+    # The SDK ships once, in its own distribution, not in the integration.
+    assert Path(soul_star.client.__file__).resolve().parent == SDK / "soul_star"
+    assert not (Path(star_hub.__file__).parent / "client.py").exists()

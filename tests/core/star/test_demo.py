@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from custom_components.soul.core.star.client import AgentClient, Envelope, StarHubError
 from devtools import star_demo
 from devtools.star_demo import SimpleWorld, WorldHost, run_agent, run_demo
 from devtools.star_server import StarServer
+from soul_star import AgentClient, Envelope, StarHubError
 
 TOKEN = "demo-token"
 

@@ -1,12 +1,13 @@
 """The Star Protocol client SDK (``star-protocol.md``): agents, environments, humans.
 
-A client is one WebSocket to a Star hub (Home Assistant's, or
-``devtools.star_server``), authenticated with a token in a Bearer header (or,
-with ``auth="frame"``, a first ``auth`` frame). It counts as connected once the
-hub greets it with a heartbeat, keeps the connection up — reconnecting with
-capped exponential backoff when it drops, but not after the hub refused the
-token or another connection took over its identity — answers the hub's
-heartbeats, and turns the envelopes it receives into calls::
+A client is one WebSocket to a Star hub (the Soul integration's in Home
+Assistant, or ``devtools.star_server`` in the Soul repository), authenticated
+with a token in a Bearer header (or, with ``auth="frame"``, a first ``auth``
+frame). It counts as connected once the hub greets it with a heartbeat, keeps
+the connection up — reconnecting with capped exponential backoff when it
+drops, but not after the hub refused the token or another connection took over
+its identity — answers the hub's heartbeats, and turns the envelopes it
+receives into calls::
 
     agent = AgentClient("ws://127.0.0.1:8123", "agent_001", "demo_world", token=t)
     await agent.connect()
@@ -23,7 +24,13 @@ raises ``StarHubError`` there, and no outcome in time raises
 handlers (or the log). ``on_action`` handlers return the outcome dict
 (``status``, ``message``, ``data``), which is sent back to the action's sender.
 Handlers may be plain functions or coroutines. The SDK carries messages; what
-they mean is the business layer's (``devtools/star_demo.py`` is an example).
+they mean is the business layer's (``devtools/star_demo.py`` in the Soul
+repository is an example).
+
+This module is the distribution ``soul-star-client`` (``sdk/star-client`` in
+the Soul repository) and never imports the integration: the few protocol
+constants it shares with the hub (``custom_components/soul/core/star/hub.py``)
+are copied below, and a test in the Soul repository keeps them equal.
 """
 
 from __future__ import annotations
@@ -38,14 +45,18 @@ import inspect
 import json
 import logging
 import random
+import re
 from typing import Any
 import uuid
 
 import aiohttp
 
-from .hub import CLIENT_TYPES, HUB_ID, valid_id
-
 _LOGGER = logging.getLogger(__name__)
+
+# Copies of the hub's (custom_components/soul/core/star/hub.py); a test compares them.
+HUB_ID = "hub"
+CLIENT_TYPES = ("agent", "environment", "human")
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{2,49}")
 
 PATH_PREFIX = "/api/soul/star"
 CLOSE_NORMAL = 1000
@@ -146,6 +157,11 @@ class Envelope:
         if isinstance(self.payload, dict) and isinstance(self.payload.get("type"), str):
             return self.payload["type"]
         return None
+
+
+def valid_id(value: Any) -> bool:
+    """Return whether ``value`` is a 3–50 character id of the safe alphabet."""
+    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
 
 
 def now_iso() -> str:
