@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from custom_components.soul.core import untrusted
-from custom_components.soul.core.intent_filter.text import to_simplified
+from custom_components.soul.core.language import to_simplified
 
 BUDGET_MS = 20.0
 TICK = 0.001  # the ticker's sleep, in seconds

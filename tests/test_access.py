@@ -21,7 +21,7 @@ from pytest_homeassistant_custom_component.common import (
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.soul.const import DOMAIN
-from custom_components.soul.entity import find_device
+from custom_components.soul.helpers import find_device
 
 from .test_star import BASE, envelope, receive
 from .test_terminals import T, announce

@@ -21,7 +21,7 @@ from pytest_homeassistant_custom_component.typing import (
 from custom_components.soul.const import DOMAIN
 from custom_components.soul.core.chat_request import NO_SOUL_ERROR, TEXT_INPUT_ERROR
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
-from custom_components.soul.entity import find_device
+from custom_components.soul.helpers import find_device
 
 from .test_terminals import T, announce
 

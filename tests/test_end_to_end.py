@@ -25,8 +25,7 @@ from custom_components.soul.const import (
     DOMAIN,
 )
 from custom_components.soul.core.memory.mem0_embedded import mem0_available
-from custom_components.soul.entity import find_device
-from custom_components.soul.services import find_terminal_id
+from custom_components.soul.helpers import find_device, find_terminal_id
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 from devtools.fake_llm import (

@@ -36,7 +36,7 @@ from custom_components.soul.const import (
 )
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
-from custom_components.soul.entity import find_device
+from custom_components.soul.helpers import find_device
 from custom_components.soul.souls import STORAGE_KEY
 
 from .core.spec_payloads import skills

@@ -24,8 +24,7 @@ from pytest_homeassistant_custom_component.common import (
 from pytest_homeassistant_custom_component.typing import MqttMockHAClient
 
 from custom_components.soul.const import DOMAIN
-from custom_components.soul.entity import find_device
-from custom_components.soul.services import find_terminal_id
+from custom_components.soul.helpers import find_device, find_terminal_id
 
 from .core.spec_payloads import catalog, skills
 

@@ -17,15 +17,16 @@ from homeassistant.helpers import (
 from homeassistant.helpers.event import async_call_later, async_track_time_interval
 from homeassistant.helpers.typing import ConfigType
 
+from .builder import async_create_runtime
 from .const import DOMAIN, ISSUE_LLM_NOT_CONFIGURED
 from .core.registry import Change, Terminal
 from .core.topics import valid_terminal_id
-from .entity import find_device, terminal_device_info
+from .helpers import find_device, soul_id_of_device, terminal_device_info
 from .llm_api import async_register_api
 from .memory import async_start_memory
-from .runtime import SoulConfigEntry, async_create_runtime
+from .models import SoulConfigEntry
 from .services import async_setup_services
-from .souls import async_start_souls, async_sync_souls, soul_id_of_device
+from .souls import async_start_souls, async_sync_souls
 from .star import async_register_star_views, async_start_star
 from .storage import DebouncedStore
 from .views import async_register_views

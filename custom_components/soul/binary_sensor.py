@@ -16,7 +16,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .core.registry import Terminal
 from .entity import SoulEntity, TerminalEntity, async_setup_terminal_entities
 from .memory import memory_backend_name, signal_memory_ready
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
 

@@ -8,7 +8,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.skill_profiles import Profile
 from .entity import SkillEntity, async_setup_terminal_entities, skill_entities
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
 

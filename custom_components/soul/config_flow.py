@@ -34,6 +34,7 @@ from homeassistant.helpers.selector import (
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import voluptuous as vol
 
+from .builder import async_create_llm, llm_endpoint_from_config
 from .const import (
     CONF_EMBEDDING_DIMS,
     CONF_EMBEDDING_MODEL,
@@ -80,7 +81,7 @@ from .core.topics import (
     normalize_prefix,
     valid_terminal_id,
 )
-from .runtime import SoulConfigEntry, async_create_llm, llm_endpoint_from_config
+from .models import SoulConfigEntry
 
 MAX_SETTING_LENGTH = 2048  # a URL, a key, a model name
 SETTINGS_SCHEMA = vol.Schema(

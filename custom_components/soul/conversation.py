@@ -34,7 +34,7 @@ from .core.chat_tools import tool_message
 from .core.llm import ToolCall
 from .core.souls import Soul
 from .entity import SoulDeviceEntity, async_setup_soul_entities
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
 MAX_HISTORY = 40  # chat log messages the model reads, the latest

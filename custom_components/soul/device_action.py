@@ -12,7 +12,7 @@ import voluptuous as vol
 
 from .const import DOMAIN
 from .core.protocol import Skill
-from .services import (
+from .helpers import (
     async_invoke_or_raise,
     find_terminal_id,
     loaded_entry,

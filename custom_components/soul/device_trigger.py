@@ -37,8 +37,7 @@ from .const import (
 )
 from .core.emotion.dynamics import Mood
 from .core.emotion.labels import LABELS, Group
-from .services import find_terminal_id
-from .souls import soul_id_of_device
+from .helpers import find_terminal_id, soul_id_of_device
 
 USER_EMOTION = "user_emotion"
 USER_EMOTION_GROUP = "user_emotion_group"

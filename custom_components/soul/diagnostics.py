@@ -10,7 +10,7 @@ from homeassistant.core import HomeAssistant
 from .const import CONF_LLM_API_KEY, CONF_MEM0_API_KEY
 from .core.memory import MemoryBackendError
 from .memory import memory_backend_name
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 TO_REDACT = {CONF_LLM_API_KEY, CONF_MEM0_API_KEY}
 

@@ -6,19 +6,24 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers import device_registry as dr, entity_registry as er
-from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .const import DOMAIN, TITLE
+from .const import DOMAIN
 from .core.protocol import InvokeResult, Skill
 from .core.registry import Change, Terminal
 from .core.skill_profiles import Profile, profile
 from .core.souls import EmotionSnapshot, Soul, SoulEvent
-from .runtime import SoulConfigEntry
-from .services import async_invoke_or_raise
+from .helpers import (
+    async_invoke_or_raise,
+    hub_device_info,
+    signal_souls_changed,
+    soul_device_info,
+)
+from .models import SoulConfigEntry
 
 
 class SoulEntity(Entity):
@@ -33,52 +38,6 @@ class SoulEntity(Entity):
         self._attr_translation_key = key
         self._attr_unique_id = f"{entry.entry_id}_{key}"
         self._attr_device_info = hub_device_info(entry)
-
-
-def hub_device_info(entry: SoulConfigEntry) -> DeviceInfo:
-    """Return the device that stands for the Soul hub itself."""
-    return DeviceInfo(
-        # "/" never occurs in a terminal id, so this is no terminal's identifier.
-        identifiers={(DOMAIN, f"hub/{entry.entry_id}")},
-        entry_type=DeviceEntryType.SERVICE,
-        manufacturer=TITLE,
-        name=TITLE,
-    )
-
-
-def terminal_device_info(terminal: Terminal) -> DeviceInfo:
-    """Return the device of a terminal, with model and firmware when it told them."""
-    info = DeviceInfo(
-        identifiers={(DOMAIN, terminal.terminal_id)}, name=terminal.terminal_id
-    )
-    if (skills := terminal.skills) is not None:
-        if skills.model:
-            info["model"] = skills.model
-        if skills.manufacturer:
-            info["manufacturer"] = skills.manufacturer
-        if skills.firmware:
-            info["sw_version"] = skills.firmware
-    return info
-
-
-def find_device(
-    hass: HomeAssistant, entry_id: str, identifier: str
-) -> dr.DeviceEntry | None:
-    """Return the hub entry's device with identifier ``(DOMAIN, identifier)``.
-
-    A terminal's identifier is its id, a soul's ``soul/<soul_id>``. (Newer Home
-    Assistant deprecates ``async_get_device`` by identifiers alone.)
-    """
-    return next(
-        (
-            device
-            for device in dr.async_entries_for_config_entry(
-                dr.async_get(hass), entry_id
-            )
-            if (DOMAIN, identifier) in device.identifiers
-        ),
-        None,
-    )
 
 
 class TerminalEntity(Entity):
@@ -226,7 +185,6 @@ class SoulDeviceEntity(Entity):
 
     def __init__(self, entry: SoulConfigEntry, soul: Soul, key: str) -> None:
         """Attach the entity to the soul's device; ``key`` names it."""
-        from .souls import soul_device_info  # noqa: PLC0415
 
         self.entry = entry
         self.soul_id = soul.soul_id
@@ -277,7 +235,6 @@ def async_setup_soul_entities(
     Each soul's entities belong to its subentry, so deleting the soul removes
     its device and entities.
     """
-    from .souls import signal_souls_changed  # noqa: PLC0415
 
     added: set[str] = set()
 

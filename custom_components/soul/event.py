@@ -10,7 +10,7 @@ from .core.emotion.labels import LABELS, group_of
 from .core.registry import Terminal
 from .core.souls import SoulEvent
 from .entity import TerminalEntity, async_setup_terminal_entities
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
 

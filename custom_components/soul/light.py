@@ -13,7 +13,7 @@ from .core.protocol import Skill
 from .core.registry import Terminal
 from .core.skill_profiles import LightProfile, Profile, light_profile
 from .entity import SkillEntity, async_setup_terminal_entities, skill_entities
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
 

@@ -19,7 +19,7 @@ from .compat import schema_from_json, tool_result
 from .const import LOGGER
 from .core.invoker import InvokeError
 from .core.protocol import Skill
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 API_ID = "soul_bodies"
 API_NAME = "Soul bodies"

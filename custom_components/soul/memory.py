@@ -44,6 +44,7 @@ from .const import (
 )
 from .core.memory.base import MemoryBackend
 from .core.memory.manager import MemoryManager
+from .helpers import now_timestamp
 from .storage import DebouncedStore
 
 HEALTH_INTERVAL = timedelta(seconds=60)
@@ -130,8 +131,6 @@ async def async_create_memory(
             "Memory (%s) is %s", backend.name, "ready" if ready else "not ready"
         )
         async_dispatcher_send(hass, signal_memory_ready(entry_id))
-
-    from .souls import now_timestamp  # noqa: PLC0415
 
     manager = MemoryManager(
         backend,

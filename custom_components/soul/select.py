@@ -18,7 +18,7 @@ from .entity import (
     async_setup_terminal_entities,
     skill_entities,
 )
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
 

@@ -34,7 +34,7 @@ from .entity import (
     async_setup_soul_entities,
     async_setup_terminal_entities,
 )
-from .runtime import SoulConfigEntry
+from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import ATTR_DEVICE_ID
 from homeassistant.core import (
     HomeAssistant,
@@ -15,7 +14,7 @@ from homeassistant.core import (
     callback,
 )
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
-from homeassistant.helpers import config_validation as cv, device_registry as dr
+from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.service import async_register_admin_service
 import voluptuous as vol
 
@@ -23,20 +22,23 @@ from .access import async_principal_of_call, unauthorized
 from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
 from .core import untrusted
 from .core.access import AccessError
-from .core.invoker import MAX_ARGUMENTS_BYTES, TIMEOUT_ERROR, InvokeError
+from .core.invoker import MAX_ARGUMENTS_BYTES
 from .core.memory import MEMORY_TYPES, MemoryBackendError
 from .core.memory.manager import MemoryManager
-from .core.protocol import InvokeResult
 from .core.souls import (
     MAX_NAME_LENGTH,
     MAX_PERSONA_LENGTH,
-    Soul,
     SoulError,
-    SoulHub,
     validate_soul_fields,
 )
-from .core.topics import valid_terminal_id
-from .runtime import SoulConfigEntry
+from .helpers import (
+    async_invoke_or_raise,
+    find_soul,
+    loaded_entry,
+    terminal_id_of_device,
+)
+from .models import SoulConfigEntry
+from .souls import async_add_soul, soul_as_dict
 
 SERVICE_INVOKE_SKILL = "invoke_skill"
 SERVICE_CREATE_SOUL = "create_soul"
@@ -148,89 +150,6 @@ FORGET_SCHEMA = vol.All(
 )
 
 
-def find_loaded_entry(hass: HomeAssistant) -> SoulConfigEntry | None:
-    """Return the loaded Soul hub entry, if there is one."""
-    for entry in hass.config_entries.async_entries(DOMAIN):
-        if entry.state is ConfigEntryState.LOADED:
-            return entry
-    return None
-
-
-def loaded_entry(hass: HomeAssistant) -> SoulConfigEntry:
-    """Return the loaded Soul hub entry, or raise."""
-    if (entry := find_loaded_entry(hass)) is not None:
-        return entry
-    raise ServiceValidationError(
-        translation_domain=DOMAIN, translation_key="not_loaded"
-    )
-
-
-def find_terminal_id(hass: HomeAssistant, device_id: str) -> str | None:
-    """Return the terminal id behind a device, or None (other or soul devices)."""
-    device = dr.async_get(hass).async_get(device_id)
-    if device is not None:
-        for domain, identifier in device.identifiers:
-            if domain == DOMAIN and valid_terminal_id(identifier):
-                return identifier
-    return None
-
-
-def terminal_id_of_device(hass: HomeAssistant, device_id: str) -> str:
-    """Return the terminal id behind a device, or raise."""
-    if (terminal_id := find_terminal_id(hass, device_id)) is not None:
-        return terminal_id
-    raise ServiceValidationError(
-        translation_domain=DOMAIN,
-        translation_key="not_a_terminal",
-        translation_placeholders={"device": device_id},
-    )
-
-
-async def async_invoke_or_raise(
-    entry: SoulConfigEntry,
-    terminal_id: str,
-    skill: str,
-    arguments: dict[str, Any],
-    *,
-    raise_on_failure: bool,
-) -> InvokeResult:
-    """Invoke a skill; refusals and timeouts raise translated errors.
-
-    With ``raise_on_failure`` a result with ``ok=false`` raises too (entities);
-    otherwise it is returned for the caller to report (the action's response).
-    """
-    try:
-        result = await entry.runtime_data.invoker.invoke(terminal_id, skill, arguments)
-    except InvokeError as err:
-        raise ServiceValidationError(
-            str(err),
-            translation_domain=DOMAIN,
-            translation_key=err.key,
-            translation_placeholders={
-                "terminal": terminal_id,
-                "skill": skill,
-                **err.placeholders,
-            },
-        ) from err
-    if not result.ok and result.error == TIMEOUT_ERROR:
-        raise HomeAssistantError(
-            translation_domain=DOMAIN,
-            translation_key="timeout",
-            translation_placeholders={"terminal": terminal_id, "skill": skill},
-        )
-    if not result.ok and raise_on_failure:
-        raise HomeAssistantError(
-            translation_domain=DOMAIN,
-            translation_key="skill_failed",
-            translation_placeholders={
-                "terminal": terminal_id,
-                "skill": skill,
-                "error": result.error or "",
-            },
-        )
-    return result
-
-
 async def _acting_for(call: ServiceCall) -> str | None:
     """Return the user an action acts for: the caller, or whom an administrator names."""
     principal = await async_principal_of_call(call.hass, call)
@@ -272,16 +191,7 @@ async def _async_invoke_skill(call: ServiceCall) -> ServiceResponse:
     }
 
 
-def find_soul(hub: SoulHub, key: str) -> Soul | None:
-    """Return the soul with this id, or else the only soul with this name."""
-    if (soul := hub.soul(key)) is not None:
-        return soul
-    named = [s for s in hub.souls.values() if s.name.casefold() == key.casefold()]
-    return named[0] if len(named) == 1 else None
-
-
 async def _async_create_soul(call: ServiceCall) -> ServiceResponse:
-    from .souls import async_add_soul, soul_as_dict  # noqa: PLC0415
 
     entry = loaded_entry(call.hass)
     data = call.data
@@ -308,7 +218,6 @@ async def _async_create_soul(call: ServiceCall) -> ServiceResponse:
 
 
 async def _async_select_soul(call: ServiceCall) -> ServiceResponse:
-    from .souls import soul_as_dict  # noqa: PLC0415
 
     entry = loaded_entry(call.hass)
     hub = entry.runtime_data.souls

@@ -16,10 +16,8 @@ from typing import Any
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import device_registry as dr
-from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 from homeassistant.helpers.event import async_track_time_interval
-from homeassistant.util import dt as dt_util
 
 from .const import (
     CONF_EMOTION_TICK_INTERVAL,
@@ -35,47 +33,21 @@ from .const import (
     EVENT_USER_EMOTION,
     LOGGER,
     SUBENTRY_SOUL,
-    TITLE,
 )
 from .core.emotion.dynamics import ExecMode, clamp_tick_interval
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
 from .core.registry import Change, Terminal
 from .core.souls import MAX_SOULS, Soul, SoulError, SoulEvent, SoulHub
-from .entity import find_device
-from .runtime import SoulConfigEntry
+from .helpers import (
+    find_device,
+    signal_souls_changed,
+    soul_device_info,
+    soul_identifier,
+)
+from .models import SoulConfigEntry
 
 STORAGE_KEY = f"{DOMAIN}.souls"  # written by storage.DebouncedStore
-SOUL_IDENTIFIER_PREFIX = "soul/"  # "/" never occurs in a terminal id
-
-
-def signal_souls_changed(entry_id: str) -> str:
-    """Return the dispatcher signal sent after the set of souls changed."""
-    return f"{DOMAIN}_{entry_id}_souls_changed"
-
-
-def soul_identifier(soul_id: str) -> tuple[str, str]:
-    """Return the device identifier of a soul."""
-    return (DOMAIN, f"{SOUL_IDENTIFIER_PREFIX}{soul_id}")
-
-
-def soul_id_of_device(device: dr.DeviceEntry) -> str | None:
-    """Return the soul id behind a device, or None for other devices."""
-    for domain, identifier in device.identifiers:
-        if domain == DOMAIN and identifier.startswith(SOUL_IDENTIFIER_PREFIX):
-            return identifier.removeprefix(SOUL_IDENTIFIER_PREFIX)
-    return None
-
-
-def soul_device_info(soul: Soul) -> DeviceInfo:
-    """Return the device that stands for a soul."""
-    return DeviceInfo(
-        identifiers={soul_identifier(soul.soul_id)},
-        name=soul.name,
-        manufacturer=TITLE,
-        model=soul.mbti,
-        entry_type=dr.DeviceEntryType.SERVICE,
-    )
 
 
 def souls_of_entry(entry: SoulConfigEntry) -> list[Soul]:
@@ -309,8 +281,3 @@ def _event_forwarder(
             )
 
     return forward
-
-
-def now_timestamp() -> float:
-    """Return the time for the core (Home Assistant's clock, patched in tests)."""
-    return dt_util.utcnow().timestamp()

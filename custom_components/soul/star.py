@@ -48,9 +48,8 @@ from .core.access import AccessError, Principal
 from .core.chat_request import MAX_TEXT, ChatError, SessionOwnerError
 from .core.star.hub import HEARTBEAT_INTERVAL, Connection, Identity, IdentityError
 from .core.star.transport import SEND_QUEUE, frame_auth, identity_from, pump
-from .runtime import HOME_ENV, SoulConfigEntry, soul_agent_id
-from .services import find_loaded_entry
-from .souls import signal_souls_changed
+from .helpers import HOME_ENV, find_loaded_entry, signal_souls_changed, soul_agent_id
+from .models import SoulConfigEntry
 
 MAX_EVENT_NOTE_BYTES = 4096  # an event kept in a session's context
 MAX_CHATS_PER_SOUL = 4  # chat actions one soul agent runs at once

@@ -33,8 +33,8 @@ from .core.intent_filter import (
     valid_timezone_name,
 )
 from .core.souls import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
-from .runtime import SoulConfigEntry
-from .services import find_loaded_entry, find_soul
+from .helpers import find_loaded_entry, find_soul
+from .models import SoulConfigEntry
 from .souls import async_add_soul, soul_as_dict
 
 MAX_TEXT = 4096

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .intent_filter.text import detect_locale
+from .language import detect_locale
 
 _NO_REPLY = re.compile(r"^\s*(?:<NO_REPLY>|\[NO_REPLY\]|NO_REPLY)\s*$")
 STATUS_TEXT = {

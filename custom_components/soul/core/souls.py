@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from . import untrusted
+from .emotion import analyze_emotion
 from .emotion.dynamics import (
     ExecMode,
     Mood,
@@ -198,8 +199,6 @@ class SoulHub:
     ) -> None:
         """Publish through ``publish``; read time from ``clock`` (epoch seconds)."""
         if recognize is None:
-            from .emotion import analyze_emotion  # noqa: PLC0415
-
             recognize = analyze_emotion
         self._topics = topics
         self._publish = publish

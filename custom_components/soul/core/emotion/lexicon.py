@@ -36,7 +36,7 @@ import re
 
 from zhconv_rs import zhconv
 
-from ..intent_filter.text import to_simplified
+from ..language import to_simplified
 from ..trie_regex import alternation
 from .labels import Emotion
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import re
 
-from ..intent_filter.text import to_simplified
+from ..language import to_simplified
 from .labels import PROTOTYPE, Emotion
 from .lexicon import COMPILED_STRUCTURES, FLIP, PATTERN, TABLE, Kind, Token
 

@@ -17,11 +17,11 @@ import re
 import threading
 from typing import Any
 
+from ..language import to_simplified
 from ..safe_regex import UnsafeRegexError, compile_untrusted
 from ..trie_regex import alternation
 from ..untrusted import is_text
 from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
-from .text import to_simplified
 
 MAX_INTENTS = 256
 MAX_LIST_ITEMS = 512

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..language import detect_locale
 from ..safe_regex import budget
 from .catalog import Catalog, cached_catalog, fold
 from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question
@@ -23,7 +24,6 @@ from .request import DEFAULT_TIMEZONE, parse_request
 from .scoring import Candidate, rank, score_intent
 from .segmenter import Segment, segment
 from .slots import json_number
-from .text import detect_locale
 
 REGEX_BUDGET = 0.012  # seconds all catalog patterns may run on one command
 FILTER_BUDGET = 0.015  # seconds for the whole command; later clauses are skipped

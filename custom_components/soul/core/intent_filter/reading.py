@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import re
 from typing import Any
 
+from ..emotion.recognizer import analyze_emotion
 from ..safe_regex import RegexBudgetError, RegexTimeoutError, UnsafeRegexError, search
 from .catalog import Catalog, Intent
 from .durations import Duration, find_durations
@@ -273,7 +274,4 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
 
 def expresses_emotion(text: str) -> bool:
     """Whether ``text`` expresses an emotion (``core.emotion``'s recognizer)."""
-    # Imported here: the recognizer itself imports this package's text module.
-    from ..emotion.recognizer import analyze_emotion  # noqa: PLC0415
-
     return analyze_emotion(text)["emotion"] != "neutral"

@@ -16,8 +16,8 @@ import uuid
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .. import untrusted
+from ..language import normalize_locale
 from .catalog import IntentFilterError
-from .text import normalize_locale
 
 MAX_COMMAND_LENGTH = 2000
 DEFAULT_TIMEZONE = "UTC"

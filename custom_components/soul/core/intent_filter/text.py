@@ -1,4 +1,4 @@
-"""Locale detection and the text variants rules are matched against.
+"""The text variants rules are matched against (locales: ``core.language``).
 
 Every variant keeps a map back to the original command, so spans reported to
 callers always index the command as sent:
@@ -13,22 +13,10 @@ callers always index the command as sent:
 from __future__ import annotations
 
 from dataclasses import dataclass
-import functools
 import re
 
-from zhconv_rs import zhconv
+from ..language import to_simplified
 
-SUPPORTED_LOCALES = ("zh-CN", "zh-TW", "en-US", "ja-JP", "ko-KR")
-_LOCALE_ALIASES = {
-    "zh": "zh-CN", "zh-cn": "zh-CN", "zh-hans": "zh-CN", "zh-sg": "zh-CN",
-    "zh-hans-cn": "zh-CN", "zh-tw": "zh-TW", "zh-hant": "zh-TW", "zh-hk": "zh-TW",
-    "zh-mo": "zh-TW", "zh-hant-tw": "zh-TW", "en": "en-US", "ja": "ja-JP",
-    "ko": "ko-KR",
-}  # fmt: skip
-
-_HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
-_KANA = re.compile(r"[\u3040-\u30ff]")
-_HAN = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")
 # Numerals and demonstratives: "一个", "这个", "几下" are not infixes.
 _NOT_INFIX_HOST = set("一二三四五六七八九十两几这那哪每半多某整零百千万个")
 # "摇摇头", "看一看", "摇了摇头"; "点个头", "点一下头", "点了一下头".
@@ -41,42 +29,11 @@ _INFIX = re.compile(
 )
 
 
-def normalize_locale(value: str) -> str | None:
-    """Return the supported locale ``value`` names ("zh_TW" → "zh-TW"), or None."""
-    key = value.strip().replace("_", "-").lower()
-    for locale in SUPPORTED_LOCALES:
-        if key == locale.lower():
-            return locale
-    if key in _LOCALE_ALIASES:
-        return _LOCALE_ALIASES[key]
-    return _LOCALE_ALIASES.get(key.split("-", 1)[0])
-
-
-@functools.lru_cache(maxsize=8192)
-def to_simplified(text: str) -> str:
-    """Convert Traditional Chinese to Simplified, keeping one character per character."""
-    converted = zhconv(text, "zh-Hans")
-    if len(converted) == len(text):
-        return converted
-    return "".join(zhconv(char, "zh-Hans") or char for char in text)
-
-
 def _lower(text: str) -> str:
     lowered = text.lower()
     if len(lowered) == len(text):
         return lowered
     return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-
-
-def detect_locale(text: str) -> str:
-    """Guess the locale of ``text`` from its script."""
-    if _HANGUL.search(text):
-        return "ko-KR"
-    if _KANA.search(text):
-        return "ja-JP"
-    if _HAN.search(text):
-        return "zh-TW" if to_simplified(text) != text else "zh-CN"
-    return "en-US"
 
 
 @dataclass(frozen=True, slots=True)

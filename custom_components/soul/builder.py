@@ -1,13 +1,11 @@
-"""The runtime objects of a Soul hub entry (``entry.runtime_data``)."""
+"""Building a hub entry's runtime (``entry.runtime_data``) from its settings."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.httpx_client import get_async_client
@@ -29,62 +27,15 @@ from .core.chat import ChatPipeline
 from .core.ingest import SnapshotIngest
 from .core.invoker import Invoker
 from .core.llm import LLMEndpoint, OpenAICompatibleLLM
-from .core.memory.manager import MemoryManager
 from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
-from .core.star.hub import Identity, StarHub
+from .core.star.hub import StarHub
 from .core.topics import Topics
-
-if TYPE_CHECKING:
-    from .mqtt_bridge import MqttBridge
-    from .storage import DebouncedStore
-
-
-# Every soul is the Star agent soul_<id> in the environment "home" (star.py);
-# no client may take those identities.
-HOME_ENV = "home"
-SOUL_AGENT_PREFIX = "soul_"
-
-
-def soul_agent_id(soul_id: str) -> str:
-    """Return the Star agent id of a soul."""
-    return f"{SOUL_AGENT_PREFIX}{soul_id}"
-
-
-def star_identity_reserved(identity: Identity) -> bool:
-    """Return whether a Star identity is Soul's own (soul agents, ``home``)."""
-    if identity.client_type == "agent":
-        return identity.client_id.startswith(SOUL_AGENT_PREFIX)
-    return identity.client_type == "environment" and identity.client_id == HOME_ENV
-
-
-@dataclass(slots=True)
-class SoulRuntime:
-    """Everything a loaded hub entry owns; dropped on unload."""
-
-    topics: Topics
-    llm: OpenAICompatibleLLM | None
-    registry: TerminalRegistry
-    invoker: Invoker
-    bridge: MqttBridge
-    souls: SoulHub
-    chat: ChatPipeline
-    memory: MemoryManager | None
-    star: StarHub
-    memory_store: DebouncedStore
-    store: DebouncedStore
-    sessions_store: DebouncedStore
-    star_store: DebouncedStore
-    # The options the runtime was built from: other changes need no reload.
-    options: dict[str, Any]
-
-    @property
-    def topic_prefix(self) -> str:
-        """Return the MQTT topic prefix."""
-        return self.topics.prefix
-
-
-type SoulConfigEntry = ConfigEntry[SoulRuntime]
+from .helpers import now_timestamp, star_identity_reserved
+from .memory import async_create_memory
+from .models import SoulConfigEntry, SoulRuntime
+from .mqtt_bridge import MqttBridge
+from .storage import DebouncedStore
 
 
 def llm_endpoint_from_config(config: Mapping[str, Any]) -> LLMEndpoint | None:
@@ -111,10 +62,6 @@ async def async_create_runtime(
     hass: HomeAssistant, entry: SoulConfigEntry
 ) -> SoulRuntime:
     """Build the runtime objects of a hub entry from its options."""
-    from .memory import async_create_memory  # noqa: PLC0415
-    from .mqtt_bridge import MqttBridge  # noqa: PLC0415
-    from .souls import now_timestamp  # noqa: PLC0415
-    from .storage import DebouncedStore  # noqa: PLC0415
 
     llm = None
     if endpoint := llm_endpoint_from_config(entry.options):

@@ -1,0 +1,222 @@
+"""Lookups and identities the glue shares: entries, devices, souls, skills, Star ids.
+
+Everything here is small and stateless, and sits below the platforms and the
+features (``docs/architecture.md`` has the layers): the loaded hub entry,
+the device of a terminal, a soul or the hub, a soul by id or name, a skill
+invocation with translated errors, the Star identities of souls, and the
+clock the core reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
+from homeassistant.util import dt as dt_util
+
+from .const import DOMAIN, TITLE
+from .core.invoker import TIMEOUT_ERROR, InvokeError
+from .core.protocol import InvokeResult
+from .core.registry import Terminal
+from .core.souls import Soul, SoulHub
+from .core.star.hub import Identity
+from .core.topics import valid_terminal_id
+from .models import SoulConfigEntry
+
+
+def find_loaded_entry(hass: HomeAssistant) -> SoulConfigEntry | None:
+    """Return the loaded Soul hub entry, if there is one."""
+    for entry in hass.config_entries.async_entries(DOMAIN):
+        if entry.state is ConfigEntryState.LOADED:
+            return entry
+    return None
+
+
+def loaded_entry(hass: HomeAssistant) -> SoulConfigEntry:
+    """Return the loaded Soul hub entry, or raise."""
+    if (entry := find_loaded_entry(hass)) is not None:
+        return entry
+    raise ServiceValidationError(
+        translation_domain=DOMAIN, translation_key="not_loaded"
+    )
+
+
+def hub_device_info(entry: SoulConfigEntry) -> DeviceInfo:
+    """Return the device that stands for the Soul hub itself."""
+    return DeviceInfo(
+        # "/" never occurs in a terminal id, so this is no terminal's identifier.
+        identifiers={(DOMAIN, f"hub/{entry.entry_id}")},
+        entry_type=DeviceEntryType.SERVICE,
+        manufacturer=TITLE,
+        name=TITLE,
+    )
+
+
+def terminal_device_info(terminal: Terminal) -> DeviceInfo:
+    """Return the device of a terminal, with model and firmware when it told them."""
+    info = DeviceInfo(
+        identifiers={(DOMAIN, terminal.terminal_id)}, name=terminal.terminal_id
+    )
+    if (skills := terminal.skills) is not None:
+        if skills.model:
+            info["model"] = skills.model
+        if skills.manufacturer:
+            info["manufacturer"] = skills.manufacturer
+        if skills.firmware:
+            info["sw_version"] = skills.firmware
+    return info
+
+
+def find_device(
+    hass: HomeAssistant, entry_id: str, identifier: str
+) -> dr.DeviceEntry | None:
+    """Return the hub entry's device with identifier ``(DOMAIN, identifier)``.
+
+    A terminal's identifier is its id, a soul's ``soul/<soul_id>``. (Newer Home
+    Assistant deprecates ``async_get_device`` by identifiers alone.)
+    """
+    return next(
+        (
+            device
+            for device in dr.async_entries_for_config_entry(
+                dr.async_get(hass), entry_id
+            )
+            if (DOMAIN, identifier) in device.identifiers
+        ),
+        None,
+    )
+
+
+def find_terminal_id(hass: HomeAssistant, device_id: str) -> str | None:
+    """Return the terminal id behind a device, or None (other or soul devices)."""
+    device = dr.async_get(hass).async_get(device_id)
+    if device is not None:
+        for domain, identifier in device.identifiers:
+            if domain == DOMAIN and valid_terminal_id(identifier):
+                return identifier
+    return None
+
+
+def terminal_id_of_device(hass: HomeAssistant, device_id: str) -> str:
+    """Return the terminal id behind a device, or raise."""
+    if (terminal_id := find_terminal_id(hass, device_id)) is not None:
+        return terminal_id
+    raise ServiceValidationError(
+        translation_domain=DOMAIN,
+        translation_key="not_a_terminal",
+        translation_placeholders={"device": device_id},
+    )
+
+
+SOUL_IDENTIFIER_PREFIX = "soul/"  # "/" never occurs in a terminal id
+
+
+def signal_souls_changed(entry_id: str) -> str:
+    """Return the dispatcher signal sent after the set of souls changed."""
+    return f"{DOMAIN}_{entry_id}_souls_changed"
+
+
+def soul_identifier(soul_id: str) -> tuple[str, str]:
+    """Return the device identifier of a soul."""
+    return (DOMAIN, f"{SOUL_IDENTIFIER_PREFIX}{soul_id}")
+
+
+def soul_id_of_device(device: dr.DeviceEntry) -> str | None:
+    """Return the soul id behind a device, or None for other devices."""
+    for domain, identifier in device.identifiers:
+        if domain == DOMAIN and identifier.startswith(SOUL_IDENTIFIER_PREFIX):
+            return identifier.removeprefix(SOUL_IDENTIFIER_PREFIX)
+    return None
+
+
+def soul_device_info(soul: Soul) -> DeviceInfo:
+    """Return the device that stands for a soul."""
+    return DeviceInfo(
+        identifiers={soul_identifier(soul.soul_id)},
+        name=soul.name,
+        manufacturer=TITLE,
+        model=soul.mbti,
+        entry_type=dr.DeviceEntryType.SERVICE,
+    )
+
+
+def find_soul(hub: SoulHub, key: str) -> Soul | None:
+    """Return the soul with this id, or else the only soul with this name."""
+    if (soul := hub.soul(key)) is not None:
+        return soul
+    named = [s for s in hub.souls.values() if s.name.casefold() == key.casefold()]
+    return named[0] if len(named) == 1 else None
+
+
+async def async_invoke_or_raise(
+    entry: SoulConfigEntry,
+    terminal_id: str,
+    skill: str,
+    arguments: dict[str, Any],
+    *,
+    raise_on_failure: bool,
+) -> InvokeResult:
+    """Invoke a skill; refusals and timeouts raise translated errors.
+
+    With ``raise_on_failure`` a result with ``ok=false`` raises too (entities);
+    otherwise it is returned for the caller to report (the action's response).
+    """
+    try:
+        result = await entry.runtime_data.invoker.invoke(terminal_id, skill, arguments)
+    except InvokeError as err:
+        raise ServiceValidationError(
+            str(err),
+            translation_domain=DOMAIN,
+            translation_key=err.key,
+            translation_placeholders={
+                "terminal": terminal_id,
+                "skill": skill,
+                **err.placeholders,
+            },
+        ) from err
+    if not result.ok and result.error == TIMEOUT_ERROR:
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key="timeout",
+            translation_placeholders={"terminal": terminal_id, "skill": skill},
+        )
+    if not result.ok and raise_on_failure:
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key="skill_failed",
+            translation_placeholders={
+                "terminal": terminal_id,
+                "skill": skill,
+                "error": result.error or "",
+            },
+        )
+    return result
+
+
+# Every soul is the Star agent soul_<id> in the environment "home" (star.py);
+# no client may take those identities.
+HOME_ENV = "home"
+
+
+SOUL_AGENT_PREFIX = "soul_"
+
+
+def soul_agent_id(soul_id: str) -> str:
+    """Return the Star agent id of a soul."""
+    return f"{SOUL_AGENT_PREFIX}{soul_id}"
+
+
+def star_identity_reserved(identity: Identity) -> bool:
+    """Return whether a Star identity is Soul's own (soul agents, ``home``)."""
+    if identity.client_type == "agent":
+        return identity.client_id.startswith(SOUL_AGENT_PREFIX)
+    return identity.client_type == "environment" and identity.client_id == HOME_ENV
+
+
+def now_timestamp() -> float:
+    """Return the time for the core (Home Assistant's clock, patched in tests)."""
+    return dt_util.utcnow().timestamp()
