@@ -9,15 +9,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 from pathlib import Path
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def free_port() -> int:
@@ -34,17 +39,57 @@ def port_open(host: str, port: int) -> bool:
     return False
 
 
+def supervised_child() -> dict[str, Any]:
+    """Return ``subprocess.Popen`` options for a child this process stops itself.
+
+    The child gets its own process group, so a Ctrl-C in the terminal reaches
+    only its parent, which stops its children in order; and, on Linux, it is
+    sent SIGTERM if the parent dies without stopping it (even by SIGKILL), so it
+    is never left behind.
+    """
+    parent = os.getpid()
+    # Looked up before the fork: the child may only make plain calls.
+    prctl = (
+        ctypes.CDLL(None, use_errno=True).prctl
+        if sys.platform.startswith("linux")
+        else None
+    )
+
+    def die_with_parent() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return {"process_group": 0, "preexec_fn": die_with_parent}
+
+
 class MqttBroker:
     """A broker subprocess on 127.0.0.1:``port``; use as a context manager."""
 
-    def __init__(self, port: int | None = None, *, prefer: str | None = None) -> None:
-        """Choose the implementation: ``prefer`` or $SOUL_TEST_BROKER, else mosquitto if on PATH."""
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        prefer: str | None = None,
+        supervised: bool = False,
+        log: Path | None = None,
+    ) -> None:
+        """Choose the implementation: ``prefer`` or $SOUL_TEST_BROKER, else mosquitto if on PATH.
+
+        ``supervised`` starts it with :func:`supervised_child`'s options: in its
+        own process group, and stopped when this process dies. ``log`` receives
+        its output (else it is kept in memory to explain a failed start; a
+        broker meant to run for long should have one).
+        """
         self.host = "127.0.0.1"
         self.port = port or free_port()
         choice = prefer or os.environ.get("SOUL_TEST_BROKER")
         if choice is None:
             choice = "mosquitto" if shutil.which("mosquitto") else "amqtt"
         self.implementation = choice
+        self.supervised = supervised
+        self.log = log
         self._process: subprocess.Popen[bytes] | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
@@ -67,21 +112,29 @@ class MqttBroker:
             **os.environ,
             "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         }
-        self._process = subprocess.Popen(  # noqa: S603
-            self._command(),
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        options = supervised_child() if self.supervised else {}
+        if self.log is None:
+            stderr: Any = subprocess.PIPE
+        else:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            stderr = self.log.open("ab")
+        try:
+            self._process = subprocess.Popen(  # noqa: S603
+                self._command(),
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                **options,
+            )
+        finally:
+            if self.log is not None:
+                stderr.close()
         deadline = time.monotonic() + timeout
         while not port_open(self.host, self.port):
             if self._process.poll() is not None:
-                err = (
-                    self._process.stderr.read().decode(errors="replace")
-                    if self._process.stderr
-                    else ""
+                raise RuntimeError(
+                    f"{self.implementation} exited: {self._output()[-2000:]}"
                 )
-                raise RuntimeError(f"{self.implementation} exited: {err[-2000:]}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(
@@ -89,6 +142,12 @@ class MqttBroker:
                 )
             time.sleep(0.05)
         return self
+
+    def _output(self) -> str:
+        if self.log is not None:
+            return self.log.read_text(encoding="utf-8", errors="replace")
+        stream = self._process.stderr if self._process else None
+        return stream.read().decode(errors="replace") if stream else ""
 
     def stop(self) -> None:
         """Stop the broker process."""
