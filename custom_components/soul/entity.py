@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
@@ -15,6 +15,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .const import DOMAIN
 from .core.protocol import InvokeResult, Skill
 from .core.registry import Change, Terminal
+from .core.sent import SentSkill
 from .core.skill_profiles import Profile, profile
 from .core.souls import EmotionSnapshot, Soul, SoulEvent
 from .helpers import (
@@ -108,8 +109,36 @@ class SkillEntity(TerminalEntity):
         """Return whether the terminal is available and still has the skill."""
         return super().available and self.skill is not None
 
+    async def async_added_to_hass(self) -> None:
+        """Follow the terminal and what Soul sends to the skill, whoever sends it.
+
+        Invocations that succeeded and published ``intent_action``s are
+        announced on the invoker's ``SentSkills`` (``core.sent``).
+        """
+        await super().async_added_to_hass()
+        self.async_on_remove(
+            self.entry.runtime_data.invoker.sent.subscribe(
+                self._async_sent, self.terminal_id, self.skill_name
+            )
+        )
+
+    @callback
+    def _async_sent(self, sent: SentSkill) -> None:
+        if self._apply_sent(sent.arguments):
+            self.async_write_ha_state()
+
+    def _apply_sent(self, arguments: Mapping[str, Any]) -> bool:
+        """Mirror ``arguments`` just sent to the skill; return whether to write the state.
+
+        The base mirrors nothing; an entity with a state overrides it.
+        """
+        return False
+
     async def async_invoke(self, arguments: dict) -> InvokeResult:
-        """Invoke the skill; failures become translated Home Assistant errors."""
+        """Invoke the skill; failures become translated Home Assistant errors.
+
+        A success is announced to ``_apply_sent`` before this returns.
+        """
         return await async_invoke_or_raise(
             self.entry,
             self.terminal_id,

@@ -48,7 +48,7 @@ from .chat_tools import RECALL_SPEC, RECALL_TOOL, ChatModel, ExtraTools, tool_me
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
 from .invoker import InvokeError, Invoker
-from .llm import LLMError, ModelReply
+from .llm import LLMAuthError, LLMError, ModelReply
 from .memory.base import MemoryBackendError
 from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, status_payload, utc_ts
@@ -86,6 +86,7 @@ class ChatPipeline:
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         on_dirty: Callable[[], None] = lambda: None,
         on_no_model: Callable[[], None] = lambda: None,
+        on_auth_failed: Callable[[], None] = lambda: None,
     ) -> None:
         """Wire the pipeline to its collaborators (all injectable for tests)."""
         self._registry = registry
@@ -104,6 +105,8 @@ class ChatPipeline:
         self.last_route: str | None = None
         self._on_dirty = on_dirty
         self._on_no_model = on_no_model
+        # The endpoint refused the key: the glue starts Home Assistant's reauth.
+        self._on_auth_failed = on_auth_failed
 
     # -- sessions -----------------------------------------------------------------
 
@@ -385,6 +388,8 @@ class ChatPipeline:
             )
             turn.unreachable = True
             return
+        # Entities that mirror these skills follow (core.sent, the invoker's).
+        self._invoker.sent.announce_intents(request.terminal_id, intents)
         turn.executed.extend(str(i["normalized"]["skill"]) for i in intents)
 
     # -- fallback_reasoning -----------------------------------------------------
@@ -428,6 +433,8 @@ class ChatPipeline:
                 answer = await self._ask(turn, messages, tools)
             except LLMError as err:
                 _LOGGER.warning("LLM call failed: %s", err)
+                if isinstance(err, LLMAuthError):
+                    self._on_auth_failed()
                 turn.reply = phrase(turn.request.text, "model_failed")
                 turn.streamed = False
                 return

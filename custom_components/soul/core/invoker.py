@@ -17,6 +17,7 @@ from .protocol import (
     parse_result,
 )
 from .registry import TerminalRegistry
+from .sent import SentSkill, SentSkills
 from .topics import QOS_RETAIN, Kind, Publish, Topics
 
 _LOGGER = logging.getLogger(__name__)
@@ -79,13 +80,16 @@ class Invoker:
         timeout: float = DEFAULT_TIMEOUT,
         new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         run_blocking: Callable[..., Awaitable[Any]] | None = None,
+        sent: SentSkills | None = None,
     ) -> None:
         """Invoke skills of ``registry``'s terminals through ``publish``.
 
         Arguments are checked against the schema with ``run_blocking`` (Home
         Assistant's executor): a hostile schema or argument set never holds
-        the event loop.
+        the event loop. Every invocation that succeeds is announced on
+        ``sent`` (``core.sent``), where other senders announce theirs too.
         """
+        self.sent = sent if sent is not None else SentSkills()
         self._run_blocking = run_blocking or asyncio.to_thread
         self._registry = registry
         self._topics = topics
@@ -165,7 +169,7 @@ class Invoker:
                     terminal=terminal_id,
                 ) from None
             async with asyncio.timeout(self.timeout if timeout is None else timeout):
-                return await future
+                result = await future
         except TimeoutError:
             _LOGGER.warning(
                 "Terminal %s did not answer %s (%s) in time",
@@ -176,6 +180,11 @@ class Invoker:
             return InvokeResult(request_id, ok=False, error=TIMEOUT_ERROR)
         finally:
             self._pending.pop(key, None)
+        if result.ok:  # a failure or a timeout claims nothing
+            self.sent.announce(
+                SentSkill(terminal_id, skill_name, dict(arguments), Kind.INVOKE)
+            )
+        return result
 
     def awaits(self, terminal_id: str, request_id: str) -> bool:
         """Return whether an invocation waits for this result."""

@@ -1,8 +1,9 @@
 """Which Home Assistant entity a skill becomes (rules in docs/skills-as-entities.md).
 
 1. **Light**: a ``mode`` string enum containing ``on`` and ``off`` (optionally
-   ``set_color``), an optional ``color`` string enum, and no other required
-   argument. The spec's ``control_light`` is one.
+   ``set_color``), an optional ``color`` string enum, an optional numeric
+   ``brightness``, and no other required argument. The spec's
+   ``control_light`` is one (on/off and three colours, no brightness).
 2. **Button**: no required arguments.
 3. **Select**: exactly one required argument, a string enum.
 4. Anything else is reached through the ``soul.invoke_skill`` action and the
@@ -11,8 +12,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+import math
 from typing import Any
 
 from .protocol import Skill
@@ -27,11 +30,78 @@ class Profile(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class LightProfile:
-    """How to drive a light skill."""
+class Brightness:
+    """A light's ``brightness`` argument: the values that mean lit, dimmest first.
 
-    colors: tuple[str, ...]  # empty: on/off only
-    set_color_mode: str | None  # the mode value that sets a colour, if any
+    A range starting at 0 (or with an exclusive minimum) leaves that value out:
+    a lit light is never sent brightness 0.
+    """
+
+    low: float
+    high: float
+    integer: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LightState:
+    """What a light's arguments say about it; None where they say nothing."""
+
+    on: bool | None = None
+    color: str | None = None
+    brightness: float | None = None  # in the skill's own scale
+
+
+@dataclass(frozen=True, slots=True)
+class LightProfile:
+    """How to drive a light skill, and how to read what was sent to it."""
+
+    colors: tuple[str, ...] = ()  # empty: no colours
+    set_color_mode: str | None = None  # the mode value that sets a colour, if any
+    brightness: Brightness | None = None  # None: no brightness argument
+    modes: tuple[str, ...] = ("on", "off")
+
+    def turn_on(
+        self, *, color: str | None = None, brightness: float | None = None
+    ) -> dict[str, Any]:
+        """Return the arguments that turn the light on, with a colour and brightness."""
+        arguments: dict[str, Any] = {"mode": "on"}
+        if color is not None:
+            arguments = {"mode": self.set_color_mode or "on", "color": color}
+        if brightness is not None and self.brightness is not None:
+            arguments["brightness"] = brightness
+        return arguments
+
+    @staticmethod
+    def turn_off() -> dict[str, Any]:
+        """Return the arguments that turn the light off."""
+        return {"mode": "off"}
+
+    def state_of(self, arguments: Mapping[str, Any]) -> LightState:
+        """Return what ``arguments`` sent to the skill make of the light.
+
+        Like the reference body: ``off`` is off, every other announced mode is
+        on; a colour or brightness the profile does not know is ignored.
+        """
+        mode = arguments.get("mode")
+        on = None
+        if mode == "off":
+            on = False
+        elif isinstance(mode, str) and mode in self.modes:
+            on = True
+        color = arguments.get("color")
+        level = arguments.get("brightness")
+        return LightState(
+            on=on,
+            color=color if isinstance(color, str) and color in self.colors else None,
+            brightness=(
+                float(level)
+                if self.brightness is not None
+                and isinstance(level, int | float)
+                and not isinstance(level, bool)
+                and math.isfinite(level)
+                else None
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +126,61 @@ def string_enum(schema: Any) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(values))
 
 
+def _bound(value: Any) -> float | None:
+    """Return a finite number of a schema, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def brightness_range(schema: Any) -> Brightness | None:
+    """Return the lit range of a numeric ``brightness`` schema, or None.
+
+    ``minimum`` defaults to 0 and ``maximum`` to 100 (percent). A schema
+    this cannot honour (another type, ``exclusiveMaximum``, ``multipleOf``,
+    an empty range) gives None: the light then has no brightness.
+    """
+    if not isinstance(schema, dict) or schema.get("type") not in ("integer", "number"):
+        return None
+    if "exclusiveMaximum" in schema or "multipleOf" in schema:
+        return None
+    integer = schema["type"] == "integer"
+    low = _bound(schema.get("minimum", 0))
+    high = _bound(schema.get("maximum", 100))
+    if low is None or high is None:
+        return None
+    exclusive = schema.get("exclusiveMinimum")
+    if exclusive is not None:
+        if (exclusive := _bound(exclusive)) is None:
+            return None
+        low = max(low, exclusive)
+    if exclusive is not None or low == 0:  # 0 and an open bound are not lit
+        low = math.floor(low) + 1 if integer else low + (high - low) / 255
+    if integer:
+        low, high = float(math.ceil(low)), float(math.floor(high))
+    if not low < high:
+        return None
+    return Brightness(low, high, integer)
+
+
 def light_profile(skill: Skill) -> LightProfile | None:
     """Return how to drive ``skill`` as a light, or None."""
     props = skill.properties
     modes = string_enum(props.get("mode"))
     if modes is None or "on" not in modes or "off" not in modes:
         return None
-    if set(skill.required) - {"mode", "color"} or "color" in skill.required:
+    if set(skill.required) - {"mode"}:
         return None
     colors = string_enum(props.get("color")) if "color" in props else ()
     if colors is None:
         return None
     set_color = "set_color" if "set_color" in modes else None
-    return LightProfile(colors=colors, set_color_mode=set_color)
+    return LightProfile(
+        colors=colors,
+        set_color_mode=set_color,
+        brightness=brightness_range(props.get("brightness")),
+        modes=modes,
+    )
 
 
 def select_profile(skill: Skill) -> SelectProfile | None:
