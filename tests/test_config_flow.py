@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 from unittest.mock import patch
 
-from homeassistant.config_entries import SOURCE_MQTT, SOURCE_USER, ConfigEntryState
+from homeassistant.config_entries import (
+    SOURCE_MQTT,
+    SOURCE_REAUTH,
+    SOURCE_USER,
+    ConfigEntryState,
+)
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
@@ -26,36 +31,50 @@ from custom_components.soul.const import (
     CONF_MEMORY_TIMEOUT,
     CONF_TOPIC_PREFIX,
     DOMAIN,
+    SECTION_ADVANCED,
+    SECTION_MEMORY,
 )
 from devtools.broker import free_port
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
 
 pytestmark = pytest.mark.usefixtures("mqtt_mock")
-# What the form fills in for the memory fields left alone; memory itself is off
-# here (its tests are tests/test_memory.py).
-FORM_DEFAULTS = {
+# What the options form fills in for the fields left alone.
+MEMORY_FORM = {
     CONF_EMBEDDING_MODEL: "text-embedding-3-small",
     CONF_EMBEDDING_DIMS: 1536,
     CONF_MEMORY_TIMEOUT: 5.0,
 }
-MEMORY_DEFAULTS = {CONF_MEMORY_BACKEND: "none", **FORM_DEFAULTS}
+ADVANCED_FORM = {
+    CONF_INVOKE_TIMEOUT: 8.0,
+    CONF_EMOTION_TICK_INTERVAL: 3.0,
+    CONF_MAX_TOOL_ROUNDS: 3,
+}
 
 
-def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, Any]:
-    """Form input that points Soul at the fake server."""
-    data = {
-        CONF_TOPIC_PREFIX: "soul",
-        CONF_LLM_BASE_URL: server.base_url,
-        CONF_LLM_MODEL: DEFAULT_MODEL,
-        CONF_INVOKE_TIMEOUT: 8.0,
-        CONF_EMOTION_TICK_INTERVAL: 3.0,
-        CONF_MAX_TOOL_ROUNDS: 3,
-        **MEMORY_DEFAULTS,
-        **extra,
-    }
+def endpoint(server: FakeOpenAI, api_key: str = "") -> dict[str, Any]:
+    """The entry's data for the fake server."""
+    data = {CONF_LLM_BASE_URL: server.base_url, CONF_LLM_MODEL: DEFAULT_MODEL}
     if api_key:
         data[CONF_LLM_API_KEY] = api_key
     return data
+
+
+def llm_input(server: FakeOpenAI, api_key: str = "", **extra: Any) -> dict[str, Any]:
+    """The first setup's form pointing Soul at the fake server."""
+    return {CONF_TOPIC_PREFIX: "soul", **endpoint(server, api_key), **extra}
+
+
+def options_input(
+    prefix: str = "soul",
+    memory: dict[str, Any] | None = None,
+    advanced: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The options form: the prefix and its two sections."""
+    return {
+        CONF_TOPIC_PREFIX: prefix,
+        SECTION_MEMORY: {**MEMORY_FORM, **(memory or {})},
+        SECTION_ADVANCED: {**ADVANCED_FORM, **(advanced or {})},
+    }
 
 
 async def start_user_flow(hass: HomeAssistant) -> str:
@@ -79,13 +98,7 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
     assert result["title"] == "Soul"
     assert result["data"] == {}
     entry = result["result"]
-    assert entry.options == {
-        CONF_TOPIC_PREFIX: "home/soul",
-        CONF_INVOKE_TIMEOUT: 8.0,
-        CONF_EMOTION_TICK_INTERVAL: 3.0,
-        CONF_MAX_TOOL_ROUNDS: 3,
-        **FORM_DEFAULTS,
-    }
+    assert entry.options == {CONF_TOPIC_PREFIX: "home/soul"}  # the rest: defaults
     await hass.async_block_till_done()
     assert entry.state is ConfigEntryState.LOADED
     assert entry.runtime_data.topic_prefix == "home/soul"
@@ -95,38 +108,40 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
 
 
 async def test_memory_settings_are_checked(
-    hass: HomeAssistant, socket_enabled: None
+    hass: HomeAssistant, init_integration: MockConfigEntry, socket_enabled: None
 ) -> None:
-    flow_id = await start_user_flow(hass)
-    result = await hass.config_entries.flow.async_configure(
-        flow_id, {CONF_TOPIC_PREFIX: "soul", CONF_MEMORY_BACKEND: "mem0_embedded"}
-    )
-    assert result["errors"] == {CONF_MEMORY_BACKEND: "memory_needs_llm"}
-    result = await hass.config_entries.flow.async_configure(
-        flow_id, {CONF_TOPIC_PREFIX: "soul", CONF_MEMORY_BACKEND: "mem0_server"}
-    )
-    assert result["errors"] == {CONF_MEM0_URL: "mem0_url_required"}
-    result = await hass.config_entries.flow.async_configure(
+    """The memory section of the options is checked field by field."""
+    entry = init_integration
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    flow_id = result["flow_id"]
+    for memory, errors in (
+        (
+            {CONF_MEMORY_BACKEND: "mem0_embedded"},
+            {CONF_MEMORY_BACKEND: "memory_needs_llm"},
+        ),
+        ({CONF_MEMORY_BACKEND: "mem0_server"}, {CONF_MEM0_URL: "mem0_url_required"}),
+        (
+            {CONF_MEMORY_BACKEND: "mem0_server", CONF_MEM0_URL: "not a url"},
+            {CONF_MEM0_URL: "invalid_url"},
+        ),
+    ):
+        result = await hass.config_entries.options.async_configure(
+            flow_id, options_input(memory=memory)
+        )
+        assert result["errors"] == errors
+    result = await hass.config_entries.options.async_configure(
         flow_id,
-        {
-            CONF_TOPIC_PREFIX: "soul",
-            CONF_MEMORY_BACKEND: "mem0_server",
-            CONF_MEM0_URL: "not a url",
-        },
-    )
-    assert result["errors"] == {CONF_MEM0_URL: "invalid_url"}
-    result = await hass.config_entries.flow.async_configure(
-        flow_id,
-        {
-            CONF_TOPIC_PREFIX: "soul",
-            CONF_MEMORY_BACKEND: "mem0_server",
-            CONF_MEM0_URL: "http://127.0.0.1:9",
-        },
+        options_input(
+            memory={
+                CONF_MEMORY_BACKEND: "mem0_server",
+                CONF_MEM0_URL: "http://127.0.0.1:9",
+            }
+        ),
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done(wait_background_tasks=True)
-    entry = result["result"]
-    # The server is unreachable: memory exists but is not ready.
+    # Stored flat; the server is unreachable: memory exists but is not ready.
+    assert entry.options[CONF_MEM0_URL] == "http://127.0.0.1:9"
     assert entry.runtime_data.memory is not None
     assert not entry.runtime_data.memory.ready
     assert hass.states.get("binary_sensor.soul_memory").state == "off"
@@ -140,8 +155,11 @@ async def test_user_flow_with_llm(hass: HomeAssistant, fake_llm: FakeOpenAI) -> 
         flow_id, llm_input(fake_llm, api_key="sk-right")
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
-    assert result["result"].options == llm_input(fake_llm, api_key="sk-right")
-    assert [r["path"] for r in fake_llm.requests] == ["/v1/models"]
+    # The endpoint is the entry's data; the options hold behaviour.
+    assert result["result"].data == endpoint(fake_llm, api_key="sk-right")
+    assert result["result"].options == {CONF_TOPIC_PREFIX: "soul"}
+    # The flow checked it, and so did the setup (the key still works).
+    assert [r["path"] for r in fake_llm.requests] == ["/v1/models"] * 2
     await hass.async_block_till_done()
     llm = result["result"].runtime_data.llm
     assert llm is not None
@@ -193,7 +211,7 @@ async def test_endpoint_without_models_listing(
         flow_id, llm_input(fake_llm)
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
-    assert [r["path"] for r in fake_llm.requests] == [
+    assert [r["path"] for r in fake_llm.requests][:2] == [
         "/v1/models",
         "/v1/chat/completions",
     ]
@@ -271,90 +289,163 @@ async def test_single_instance(
 
 
 async def test_options_flow(
-    hass: HomeAssistant, init_integration: MockConfigEntry, fake_llm: FakeOpenAI
+    hass: HomeAssistant, init_integration: MockConfigEntry
 ) -> None:
-    """Options change the same settings, are checked, and reload the entry."""
+    """Options: the prefix, then the folded memory and advanced sections."""
     entry = init_integration
-    assert entry.runtime_data.llm is None
     result = await hass.config_entries.options.async_init(entry.entry_id)
     assert result["type"] is FlowResultType.FORM
     assert result["step_id"] == "init"
-
-    fake_llm.api_key = "sk-right"
-    result = await hass.config_entries.options.async_configure(
-        result["flow_id"], llm_input(fake_llm, api_key="sk-wrong")
-    )
-    assert result["errors"] == {"base": "invalid_auth"}
-
+    fields = {str(key): value for key, value in result["data_schema"].schema.items()}
+    assert set(fields) == {CONF_TOPIC_PREFIX, SECTION_MEMORY, SECTION_ADVANCED}
+    assert fields[SECTION_MEMORY].options == {"collapsed": True}
+    assert fields[SECTION_ADVANCED].options == {"collapsed": True}
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
-        llm_input(
-            fake_llm,
-            api_key="sk-right",
-            **{CONF_TOPIC_PREFIX: "robots", CONF_INVOKE_TIMEOUT: 3},
-        ),
-    )
-    assert result["type"] is FlowResultType.CREATE_ENTRY
-    await hass.async_block_till_done()
-    assert entry.options[CONF_TOPIC_PREFIX] == "robots"
-    assert entry.state is ConfigEntryState.LOADED
-    assert entry.runtime_data.topic_prefix == "robots"
-    assert entry.runtime_data.llm is not None
-    assert entry.runtime_data.llm.endpoint.api_key == "sk-right"
-    assert entry.runtime_data.invoker.timeout == 3.0
-
-
-async def test_options_flow_turns_llm_off(
-    hass: HomeAssistant, fake_llm: FakeOpenAI, mqtt_mock: Any
-) -> None:
-    """Clearing the base URL (and model) turns the LLM off."""
-    entry = MockConfigEntry(domain=DOMAIN, data={}, options=llm_input(fake_llm))
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    assert entry.runtime_data.llm is not None
-
-    result = await hass.config_entries.options.async_init(entry.entry_id)
-    result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {CONF_TOPIC_PREFIX: "soul"}
+        options_input("robots", advanced={CONF_INVOKE_TIMEOUT: 3}),
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     assert entry.options == {
-        CONF_TOPIC_PREFIX: "soul",
-        CONF_INVOKE_TIMEOUT: 8.0,
-        CONF_EMOTION_TICK_INTERVAL: 3.0,
-        CONF_MAX_TOOL_ROUNDS: 3,
-        **FORM_DEFAULTS,
+        CONF_TOPIC_PREFIX: "robots",
+        **MEMORY_FORM,
+        **ADVANCED_FORM,
+        CONF_INVOKE_TIMEOUT: 3.0,
     }
-    assert entry.runtime_data.llm is None
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data.topic_prefix == "robots"
+    assert entry.runtime_data.invoker.timeout == 3.0
+    # The form shows stored options in their sections again.
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    schema = result["data_schema"].schema
+    suggested = {
+        str(key): (key.description or {}).get("suggested_value") for key in schema
+    }
+    assert suggested[CONF_TOPIC_PREFIX] == "robots"
+    advanced = next(v for k, v in schema.items() if str(k) == SECTION_ADVANCED)
+    inner = {
+        str(key): (key.description or {}).get("suggested_value")
+        for key in advanced.schema.schema
+    }
+    assert inner[CONF_INVOKE_TIMEOUT] == 3.0
 
 
-async def test_reconfigure_flow(
+async def test_reconfigure_changes_the_endpoint(
     hass: HomeAssistant, init_integration: MockConfigEntry, fake_llm: FakeOpenAI
 ) -> None:
-    """Reconfigure shows the current settings, checks the new ones and reloads."""
+    """Reconfigure checks the new endpoint and reloads; clearing it turns the LLM off."""
     entry = init_integration
     result = await entry.start_reconfigure_flow(hass)
     assert result["type"] is FlowResultType.FORM
     assert result["step_id"] == "reconfigure"
-
     result = await hass.config_entries.flow.async_configure(
         result["flow_id"],
-        {
-            **llm_input(fake_llm),
-            CONF_LLM_BASE_URL: f"http://127.0.0.1:{free_port()}/v1",
-        },
+        {**endpoint(fake_llm), CONF_LLM_BASE_URL: f"http://127.0.0.1:{free_port()}/v1"},
     )
     assert result["errors"] == {"base": "cannot_connect"}
-
     result = await hass.config_entries.flow.async_configure(
-        result["flow_id"], llm_input(fake_llm, **{CONF_TOPIC_PREFIX: "lab/soul"})
+        result["flow_id"], endpoint(fake_llm)
     )
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "reconfigure_successful"
     await hass.async_block_till_done()
-    assert entry.options == llm_input(fake_llm, **{CONF_TOPIC_PREFIX: "lab/soul"})
-    assert entry.runtime_data.topic_prefix == "lab/soul"
+    assert entry.data == endpoint(fake_llm)
+    assert entry.runtime_data.llm is not None
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], {})
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert entry.data == {}
+    assert entry.runtime_data.llm is None
+
+
+async def test_a_refused_key_starts_reauth(
+    hass: HomeAssistant, fake_llm: FakeOpenAI
+) -> None:
+    """Setup with a key the endpoint refuses: ConfigEntryAuthFailed, then reauth."""
+    fake_llm.api_key = "sk-new"
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data=endpoint(fake_llm, api_key="sk-old"),
+        options={CONF_TOPIC_PREFIX: "soul"},
+        version=1,
+        minor_version=2,
+    )
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.SETUP_ERROR
+    await hass.async_block_till_done()
+    (flow,) = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert flow["context"]["source"] == SOURCE_REAUTH
+    assert flow["step_id"] == "reauth_confirm"
+    result = await hass.config_entries.flow.async_configure(
+        flow["flow_id"], {CONF_LLM_API_KEY: "sk-wrong"}
+    )
+    assert result["errors"] == {"base": "invalid_auth"}
+    result = await hass.config_entries.flow.async_configure(
+        flow["flow_id"], {CONF_LLM_API_KEY: "sk-new"}
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reauth_successful"
+    await hass.async_block_till_done()
+    assert entry.data[CONF_LLM_API_KEY] == "sk-new"
+    assert entry.state is ConfigEntryState.LOADED
+
+
+async def test_a_key_refused_during_chat_starts_reauth(
+    hass: HomeAssistant, fake_llm: FakeOpenAI
+) -> None:
+    """A turn whose model call gets 401 answers in character and starts reauth."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data=endpoint(fake_llm),
+        options={CONF_TOPIC_PREFIX: "soul", CONF_MEMORY_BACKEND: "none"},
+        version=1,
+        minor_version=2,
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    fake_llm.api_key = "sk-rotated"  # the key was revoked after setup
+    from .test_terminals import T, announce
+
+    announce(hass)
+    await hass.async_block_till_done()
+    response = await entry.runtime_data.chat.chat(
+        {
+            "session_id": "s1",
+            "terminal_id": T,
+            "inputs": [
+                {"type": "keyboard_text", "text": "What is the meaning of life?"}
+            ],
+        }
+    )
+    assert response["reply"]
+    await hass.async_block_till_done()
+    flows = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert [f["context"]["source"] for f in flows] == [SOURCE_REAUTH]
+
+
+async def test_old_entries_move_the_endpoint_to_data(
+    hass: HomeAssistant, fake_llm: FakeOpenAI
+) -> None:
+    """1.1 entries kept the endpoint in the options; 1.2 keeps it in the data."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={
+            CONF_TOPIC_PREFIX: "soul",
+            **endpoint(fake_llm, "k"),
+            CONF_MAX_TOOL_ROUNDS: 2,
+        },
+        version=1,
+        minor_version=1,
+    )
+    fake_llm.api_key = "k"
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.minor_version == 2
+    assert entry.data == endpoint(fake_llm, "k")
+    assert entry.options == {CONF_TOPIC_PREFIX: "soul", CONF_MAX_TOOL_ROUNDS: 2}
     assert entry.runtime_data.llm is not None
 
 
@@ -379,6 +470,9 @@ async def test_mqtt_discovery(hass: HomeAssistant) -> None:
     assert result["type"] is FlowResultType.FORM
     assert result["step_id"] == "mqtt_confirm"
     assert result["description_placeholders"] == {"terminal": "desk-bot"}
+    # The discovery card's title names the body (flow_title).
+    (flow,) = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert flow["context"]["title_placeholders"] == {"terminal": "desk-bot"}
     result = await hass.config_entries.flow.async_configure(result["flow_id"], {})
     assert result["step_id"] == "user"
     result = await hass.config_entries.flow.async_configure(

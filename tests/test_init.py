@@ -93,7 +93,7 @@ async def test_diagnostics_redact_the_api_key(
 
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
     assert "sk-very-secret" not in str(diagnostics)
-    assert diagnostics["options"][CONF_LLM_API_KEY] == "**REDACTED**"
+    assert diagnostics["data"][CONF_LLM_API_KEY] == "**REDACTED**"
     assert diagnostics["llm"] == {
         "base_url": fake_llm.base_url,
         "model": DEFAULT_MODEL,

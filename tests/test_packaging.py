@@ -83,6 +83,8 @@ PLACEHOLDER_SECTIONS = (
     "device_automation.",
     "issues.mem0_unavailable.",
     "config_subentries.soul.abort.too_many_souls",
+    "config.step.reauth_confirm.description",
+    "config.flow_title",
 )
 
 

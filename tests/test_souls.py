@@ -33,6 +33,8 @@ from custom_components.soul.const import (
     EVENT_EMOTION_UPDATE,
     EVENT_EXEC_MODE_CHANGED,
     EVENT_USER_EMOTION,
+    SECTION_ADVANCED,
+    SECTION_MEMORY,
 )
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
@@ -590,7 +592,12 @@ async def test_options_change_reloads_but_souls_do_not(
     assert entry.runtime_data is runtime
     result = await hass.config_entries.options.async_init(entry.entry_id)
     result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {CONF_TOPIC_PREFIX: "soul", CONF_EMOTION_TICK_INTERVAL: 4}
+        result["flow_id"],
+        {
+            CONF_TOPIC_PREFIX: "soul",
+            SECTION_MEMORY: {},
+            SECTION_ADVANCED: {CONF_EMOTION_TICK_INTERVAL: 4},
+        },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from homeassistant.components import mqtt
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.exceptions import ConfigEntryNotReady
+from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import (
     config_validation as cv,
     device_registry as dr,
@@ -18,7 +18,8 @@ from homeassistant.helpers.event import async_call_later, async_track_time_inter
 from homeassistant.helpers.typing import ConfigType
 
 from .builder import async_create_runtime
-from .const import DOMAIN, ISSUE_LLM_NOT_CONFIGURED
+from .const import DOMAIN, ENDPOINT_KEYS, ISSUE_LLM_NOT_CONFIGURED, LOGGER
+from .core.llm import LLMAuthError, LLMConnectionError, OpenAICompatibleLLM
 from .core.registry import Change, Terminal
 from .core.topics import valid_terminal_id
 from .helpers import find_device, soul_id_of_device, terminal_device_info
@@ -56,6 +57,22 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     return True
 
 
+async def async_migrate_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
+    """Move the LLM endpoint from the options to the data (1.1 → 1.2)."""
+    if entry.version > 1:
+        return False  # a newer Soul wrote this entry
+    if entry.minor_version < 2:
+        options = dict(entry.options)
+        data = {**entry.data}
+        for key in ENDPOINT_KEYS:
+            if key in options:
+                data[key] = options.pop(key)
+        hass.config_entries.async_update_entry(
+            entry, data=data, options=options, minor_version=2
+        )
+    return True
+
+
 async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
     """Set up the Soul hub from a config entry."""
     if not mqtt.mqtt_config_entry_enabled(hass):
@@ -77,6 +94,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
     runtime = entry.runtime_data = await async_create_runtime(hass, entry)
     if runtime.llm is not None:
         ir.async_delete_issue(hass, DOMAIN, ISSUE_LLM_NOT_CONFIGURED)
+        await _async_check_llm(runtime.llm)
     entry.async_on_unload(runtime.registry.subscribe(_device_sync(hass, entry)))
     async_sync_souls(hass, entry)
     entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
@@ -104,6 +122,22 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
         async_call_later(hass, STALE_DEVICE_DELAY, _stale_device_cleanup(hass, entry))
     )
     return True
+
+
+async def _async_check_llm(llm: OpenAICompatibleLLM) -> None:
+    """Raise ``ConfigEntryAuthFailed`` (reauth) when the endpoint refuses the key.
+
+    An unreachable endpoint is only logged: bodies, souls and the intent path
+    work without the model, and each turn tries it again.
+    """
+    try:
+        await llm.verify()
+    except LLMAuthError as err:
+        raise ConfigEntryAuthFailed(
+            translation_domain=DOMAIN, translation_key="llm_auth_failed"
+        ) from err
+    except LLMConnectionError as err:
+        LOGGER.warning("The LLM endpoint cannot be reached now: %s", err)
 
 
 async def _async_entry_updated(hass: HomeAssistant, entry: SoulConfigEntry) -> None:

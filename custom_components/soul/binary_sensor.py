@@ -15,6 +15,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.registry import Terminal
 from .entity import SoulEntity, TerminalEntity, async_setup_terminal_entities
+from .helpers import entry_settings
 from .memory import memory_backend_name, signal_memory_ready
 from .models import SoulConfigEntry
 
@@ -65,7 +66,7 @@ class MemoryReady(SoulEntity, BinarySensorEntity):
         """Return the backend and the last error (never a secret)."""
         memory = self.entry.runtime_data.memory
         return {
-            "backend": memory_backend_name(self.entry.options),
+            "backend": memory_backend_name(entry_settings(self.entry)),
             "last_error": memory.last_error if memory else None,
             "queued_archives": len(memory.queue) if memory else 0,
         }

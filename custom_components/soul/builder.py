@@ -31,7 +31,7 @@ from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
 from .core.star.hub import StarHub
 from .core.topics import Topics
-from .helpers import now_timestamp, star_identity_reserved
+from .helpers import entry_settings, now_timestamp, star_identity_reserved
 from .memory import async_create_memory
 from .models import SoulConfigEntry, SoulRuntime
 from .mqtt_bridge import MqttBridge
@@ -64,7 +64,7 @@ async def async_create_runtime(
     """Build the runtime objects of a hub entry from its options."""
 
     llm = None
-    if endpoint := llm_endpoint_from_config(entry.options):
+    if endpoint := llm_endpoint_from_config(entry.data):
         llm = await async_create_llm(hass, endpoint)
     topics = Topics(entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX))
     registry = TerminalRegistry()
@@ -111,6 +111,7 @@ async def async_create_runtime(
             entry.options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
         ),
         on_dirty=sessions_store.schedule,
+        on_auth_failed=lambda: entry.async_start_reauth(hass),
         on_no_model=lambda: ir.async_create_issue(
             hass,
             DOMAIN,
@@ -123,7 +124,7 @@ async def async_create_runtime(
     sessions_store.dump = chat.dump
     chat.load(await sessions_store.async_load())
     memory, memory_store = await async_create_memory(
-        hass, entry.entry_id, entry.options
+        hass, entry.entry_id, entry_settings(entry)
     )
     chat.memory = memory
     star_store = DebouncedStore(hass, "star")

@@ -1,29 +1,34 @@
-"""Config flow for Soul: one hub entry with its MQTT prefix and LLM endpoint."""
+"""Config flow for Soul: one hub entry — its LLM endpoint in ``data``, its behaviour in ``options``.
+
+- **user** (and MQTT discovery, whose card names the body): the topic prefix
+  and the optional OpenAI-compatible endpoint (URL, key, model). Memory and
+  advanced settings take their defaults; they live in the options.
+- **reconfigure** changes the endpoint; **reauth** asks for a new key when
+  the endpoint refuses the one stored.
+- **options**: the topic prefix, then the *memory* and *advanced* settings
+  in collapsed sections (stored flat).
+- Souls are subentries (``soul_flow.py``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from homeassistant.components import mqtt
 from homeassistant.config_entries import (
     ConfigEntry,
-    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
     OptionsFlow,
-    SubentryFlowResult,
 )
-from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.data_entry_flow import FlowHandler
-from homeassistant.helpers import llm
+from homeassistant.data_entry_flow import section
 from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
-    SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
     SelectSelectorMode,
@@ -44,16 +49,11 @@ from .const import (
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
-    CONF_MBTI_TYPE,
     CONF_MEM0_API_KEY,
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_TIMEOUT,
-    CONF_NAME,
-    CONF_PERSONA,
-    CONF_TERMINAL,
     CONF_TOPIC_PREFIX,
-    CONF_USER_ID,
     DEFAULT_EMBEDDING_DIMS,
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_EMOTION_TICK_INTERVAL,
@@ -62,49 +62,55 @@ from .const import (
     DEFAULT_MEMORY_TIMEOUT,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
+    ENDPOINT_KEYS,
     LOGGER,
     MEMORY_BACKENDS,
     MEMORY_EMBEDDED,
     MEMORY_SERVER,
+    SECTION_ADVANCED,
+    SECTION_MEMORY,
     SUBENTRY_SOUL,
     TITLE,
 )
 from .core import untrusted
 from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
-from .core.emotion.persona import MBTI_TYPES
 from .core.llm import LLMAuthError, LLMConnectionError
-from .core.souls import MAX_SOULS, SoulError, validate_soul_fields
-from .core.topics import (
-    InvalidPrefixError,
-    Kind,
-    Topics,
-    normalize_prefix,
-    valid_terminal_id,
-)
+from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .models import SoulConfigEntry
+from .soul_flow import SoulSubentryFlow
 
 MAX_SETTING_LENGTH = 2048  # a URL, a key, a model name
-SETTINGS_SCHEMA = vol.Schema(
+URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
+PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+
+
+def _seconds(low: float, high: float) -> NumberSelector:
+    return NumberSelector(
+        NumberSelectorConfig(
+            min=low,
+            max=high,
+            step=0.5,
+            unit_of_measurement="s",
+            mode=NumberSelectorMode.BOX,
+        )
+    )
+
+
+ENDPOINT_FIELDS: dict[Any, Any] = {
+    vol.Optional(CONF_LLM_BASE_URL): URL,
+    vol.Optional(CONF_LLM_API_KEY): PASSWORD,
+    vol.Optional(CONF_LLM_MODEL): TextSelector(),
+}
+USER_SCHEMA = vol.Schema(
     {
         vol.Required(CONF_TOPIC_PREFIX, default=DEFAULT_TOPIC_PREFIX): TextSelector(),
-        vol.Optional(CONF_LLM_BASE_URL): TextSelector(
-            TextSelectorConfig(type=TextSelectorType.URL)
-        ),
-        vol.Optional(CONF_LLM_API_KEY): TextSelector(
-            TextSelectorConfig(type=TextSelectorType.PASSWORD)
-        ),
-        vol.Optional(CONF_LLM_MODEL): TextSelector(),
-        vol.Optional(
-            CONF_INVOKE_TIMEOUT, default=DEFAULT_INVOKE_TIMEOUT
-        ): NumberSelector(
-            NumberSelectorConfig(
-                min=1,
-                max=60,
-                step=0.5,
-                unit_of_measurement="s",
-                mode=NumberSelectorMode.BOX,
-            )
-        ),
+        **ENDPOINT_FIELDS,
+    }
+)
+ENDPOINT_SCHEMA = vol.Schema(ENDPOINT_FIELDS)
+REAUTH_SCHEMA = vol.Schema({vol.Optional(CONF_LLM_API_KEY): PASSWORD})
+MEMORY_FIELDS = vol.Schema(
+    {
         vol.Optional(CONF_MEMORY_BACKEND): SelectSelector(
             SelectSelectorConfig(
                 options=list(MEMORY_BACKENDS),
@@ -112,12 +118,8 @@ SETTINGS_SCHEMA = vol.Schema(
                 mode=SelectSelectorMode.DROPDOWN,
             )
         ),
-        vol.Optional(CONF_MEM0_URL): TextSelector(
-            TextSelectorConfig(type=TextSelectorType.URL)
-        ),
-        vol.Optional(CONF_MEM0_API_KEY): TextSelector(
-            TextSelectorConfig(type=TextSelectorType.PASSWORD)
-        ),
+        vol.Optional(CONF_MEM0_URL): URL,
+        vol.Optional(CONF_MEM0_API_KEY): PASSWORD,
         vol.Optional(
             CONF_EMBEDDING_MODEL, default=DEFAULT_EMBEDDING_MODEL
         ): TextSelector(),
@@ -126,16 +128,15 @@ SETTINGS_SCHEMA = vol.Schema(
         ): NumberSelector(
             NumberSelectorConfig(min=8, max=8192, step=1, mode=NumberSelectorMode.BOX)
         ),
-        vol.Optional(
-            CONF_MEMORY_TIMEOUT, default=DEFAULT_MEMORY_TIMEOUT
-        ): NumberSelector(
-            NumberSelectorConfig(
-                min=1,
-                max=30,
-                step=0.5,
-                unit_of_measurement="s",
-                mode=NumberSelectorMode.BOX,
-            )
+        vol.Optional(CONF_MEMORY_TIMEOUT, default=DEFAULT_MEMORY_TIMEOUT): _seconds(
+            1, 30
+        ),
+    }
+)
+ADVANCED_FIELDS = vol.Schema(
+    {
+        vol.Optional(CONF_INVOKE_TIMEOUT, default=DEFAULT_INVOKE_TIMEOUT): _seconds(
+            1, 60
         ),
         vol.Optional(
             CONF_MAX_TOOL_ROUNDS, default=DEFAULT_MAX_TOOL_ROUNDS
@@ -155,99 +156,41 @@ SETTINGS_SCHEMA = vol.Schema(
         ),
     }
 )
-SOUL_SCHEMA = vol.Schema(
+OPTIONS_SCHEMA = vol.Schema(
     {
-        vol.Required(CONF_NAME): TextSelector(),
-        vol.Required(CONF_MBTI_TYPE): SelectSelector(
-            SelectSelectorConfig(
-                options=list(MBTI_TYPES),
-                mode=SelectSelectorMode.DROPDOWN,
-                translation_key=CONF_MBTI_TYPE,
-                custom_value=True,
-            )
-        ),
-        vol.Optional(CONF_PERSONA): TextSelector(TextSelectorConfig(multiline=True)),
+        vol.Required(CONF_TOPIC_PREFIX, default=DEFAULT_TOPIC_PREFIX): TextSelector(),
+        vol.Required(SECTION_MEMORY): section(MEMORY_FIELDS, {"collapsed": True}),
+        vol.Required(SECTION_ADVANCED): section(ADVANCED_FIELDS, {"collapsed": True}),
     }
 )
 
 
-def _soul_schema(hass: HomeAssistant, entry: ConfigEntry) -> vol.Schema:
-    """Return the soul form: name, type, persona, Assist body and LLM APIs."""
-    terminals: list[str] = []
-    if entry.state is ConfigEntryState.LOADED:
-        terminals = sorted(t.terminal_id for t in entry.runtime_data.registry)
-    apis = [
-        SelectOptionDict(label=api.name, value=api.id)
-        for api in llm.async_get_apis(hass)
-    ]
-    return SOUL_SCHEMA.extend(
-        {
-            vol.Optional(CONF_TERMINAL): SelectSelector(
-                SelectSelectorConfig(
-                    options=terminals,
-                    mode=SelectSelectorMode.DROPDOWN,
-                    custom_value=True,
-                )
-            ),
-            vol.Optional(CONF_LLM_HASS_API): SelectSelector(
-                SelectSelectorConfig(options=apis, multiple=True)
-            ),
-        }
-    )
-
-
-async def _async_validate(
-    hass: HomeAssistant, user_input: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Clean the settings and check the LLM endpoint with a real request.
-
-    Returns the settings to store and the form errors (empty when valid).
-    """
-    errors: dict[str, str] = {}
-    settings: dict[str, Any] = {
+def _texts(user_input: Mapping[str, Any], errors: dict[str, str]) -> dict[str, Any]:
+    """Return the non-empty text fields of a form, each checked as one line."""
+    texts = {
         key: value.strip()
         for key, value in user_input.items()
         if isinstance(value, str) and value.strip()
     }
-    for key, value in settings.items():
+    for key, value in texts.items():
         if not untrusted.is_text(value, MAX_SETTING_LENGTH):
             errors[key] = "invalid_text"
-    settings[CONF_INVOKE_TIMEOUT] = float(
-        user_input.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
-    )
-    for key, default in (
-        (CONF_EMBEDDING_DIMS, DEFAULT_EMBEDDING_DIMS),
-        (CONF_MEMORY_TIMEOUT, DEFAULT_MEMORY_TIMEOUT),
-    ):
-        if key in user_input:
-            settings[key] = type(default)(user_input[key])
-    backend = settings.get(CONF_MEMORY_BACKEND)
-    if backend == MEMORY_SERVER and not settings.get(CONF_MEM0_URL):
-        errors[CONF_MEM0_URL] = "mem0_url_required"
-    if backend == MEMORY_EMBEDDED and not settings.get(CONF_LLM_BASE_URL):
-        errors[CONF_MEMORY_BACKEND] = "memory_needs_llm"
-    if settings.get(CONF_MEM0_URL):
-        try:
-            vol.Schema(vol.Url())(settings[CONF_MEM0_URL])
-        except vol.Invalid:
-            errors[CONF_MEM0_URL] = "invalid_url"
-    settings[CONF_MAX_TOOL_ROUNDS] = max(
-        1, min(8, int(user_input.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)))
-    )
-    settings[CONF_EMOTION_TICK_INTERVAL] = clamp_tick_interval(
-        user_input.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)
-    )
-    try:
-        settings[CONF_TOPIC_PREFIX] = normalize_prefix(
-            settings.get(CONF_TOPIC_PREFIX, "")
-        )
-    except InvalidPrefixError:
-        errors[CONF_TOPIC_PREFIX] = "invalid_topic_prefix"
+    return texts
 
-    if (endpoint := llm_endpoint_from_config(settings)) is None:
-        if CONF_LLM_MODEL in settings or CONF_LLM_API_KEY in settings:
+
+async def _async_validate_endpoint(
+    hass: HomeAssistant, user_input: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Return (the endpoint's data, errors); a given endpoint is checked for real."""
+    errors: dict[str, str] = {}
+    texts = _texts(user_input, errors)
+    data = {key: texts[key] for key in ENDPOINT_KEYS if key in texts}
+    if errors:
+        return data, errors
+    if (endpoint := llm_endpoint_from_config(data)) is None:
+        if CONF_LLM_MODEL in data or CONF_LLM_API_KEY in data:
             errors[CONF_LLM_BASE_URL] = "base_url_required"
-        return settings, errors
+        return data, errors
     try:
         vol.Schema(vol.Url())(endpoint.base_url)
     except vol.Invalid:
@@ -255,8 +198,7 @@ async def _async_validate(
     if not endpoint.model:
         errors[CONF_LLM_MODEL] = "model_required"
     if errors:
-        return settings, errors
-
+        return data, errors
     try:
         llm = await async_create_llm(hass, endpoint)
         await llm.verify()
@@ -268,35 +210,70 @@ async def _async_validate(
     except Exception:  # noqa: BLE001
         LOGGER.exception("Unexpected error while checking the LLM endpoint")
         errors["base"] = "unknown"
-    return settings, errors
+    return data, errors
 
 
-async def _async_settings_step(
-    flow: FlowHandler[Any, ConfigFlowResult, Any],
-    step_id: str,
-    user_input: dict[str, Any] | None,
-    current: Mapping[str, Any],
-    finish: Callable[[dict[str, Any]], ConfigFlowResult],
-) -> ConfigFlowResult:
-    """Show the settings form, validate it, and hand valid settings to ``finish``."""
+def _prefix(user_input: Mapping[str, Any], errors: dict[str, str]) -> str:
+    try:
+        return normalize_prefix(str(user_input.get(CONF_TOPIC_PREFIX, "")))
+    except InvalidPrefixError:
+        errors[CONF_TOPIC_PREFIX] = "invalid_topic_prefix"
+        return str(user_input.get(CONF_TOPIC_PREFIX, ""))
+
+
+def _validate_options(
+    user_input: Mapping[str, Any], endpoint: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Return (the options, stored flat, errors) of the options form."""
     errors: dict[str, str] = {}
-    if user_input is not None:
-        settings, errors = await _async_validate(flow.hass, user_input)
-        if not errors:
-            return finish(settings)
-    return flow.async_show_form(
-        step_id=step_id,
-        data_schema=flow.add_suggested_values_to_schema(
-            SETTINGS_SCHEMA, user_input if user_input is not None else current
-        ),
-        errors=errors,
+    memory = dict(user_input.get(SECTION_MEMORY) or {})
+    advanced = dict(user_input.get(SECTION_ADVANCED) or {})
+    options: dict[str, Any] = {CONF_TOPIC_PREFIX: _prefix(user_input, errors)}
+    options.update(_texts(memory, errors))
+    for key, default in (
+        (CONF_EMBEDDING_DIMS, DEFAULT_EMBEDDING_DIMS),
+        (CONF_MEMORY_TIMEOUT, DEFAULT_MEMORY_TIMEOUT),
+    ):
+        if key in memory:
+            options[key] = type(default)(memory[key])
+    backend = options.get(CONF_MEMORY_BACKEND)
+    if backend == MEMORY_SERVER and not options.get(CONF_MEM0_URL):
+        errors[CONF_MEM0_URL] = "mem0_url_required"
+    if backend == MEMORY_EMBEDDED and not endpoint.get(CONF_LLM_BASE_URL):
+        errors[CONF_MEMORY_BACKEND] = "memory_needs_llm"
+    if options.get(CONF_MEM0_URL):
+        try:
+            vol.Schema(vol.Url())(options[CONF_MEM0_URL])
+        except vol.Invalid:
+            errors[CONF_MEM0_URL] = "invalid_url"
+    options[CONF_INVOKE_TIMEOUT] = float(
+        advanced.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
     )
+    options[CONF_MAX_TOOL_ROUNDS] = max(
+        1, min(8, int(advanced.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)))
+    )
+    options[CONF_EMOTION_TICK_INTERVAL] = clamp_tick_interval(
+        advanced.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)
+    )
+    return options, errors
+
+
+def _sections(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return flat options as the options form shows them, in its sections."""
+    return {
+        CONF_TOPIC_PREFIX: options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX),
+        SECTION_MEMORY: {k: v for k, v in options.items() if k in MEMORY_FIELDS.schema},
+        SECTION_ADVANCED: {
+            k: v for k, v in options.items() if k in ADVANCED_FIELDS.schema
+        },
+    }
 
 
 class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
     """Create the Soul hub entry."""
 
     VERSION = 1
+    MINOR_VERSION = 2
 
     async def async_step_user(
         self, user_input: dict[str, Any] | None = None
@@ -304,28 +281,70 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
         """Ask for the topic prefix and the optional LLM endpoint."""
         if not mqtt.mqtt_config_entry_enabled(self.hass):
             return self.async_abort(reason="mqtt_not_configured")
-        return await _async_settings_step(
-            self,
-            "user",
-            user_input,
-            {},
-            lambda settings: self.async_create_entry(
-                title=TITLE, data={}, options=settings
-            ),
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            prefix = _prefix(user_input, errors)
+            data, endpoint_errors = await _async_validate_endpoint(
+                self.hass, user_input
+            )
+            errors.update(endpoint_errors)
+            if not errors:
+                return self.async_create_entry(
+                    title=TITLE, data=data, options={CONF_TOPIC_PREFIX: prefix}
+                )
+        return self.async_show_form(
+            step_id="user",
+            data_schema=self.add_suggested_values_to_schema(USER_SCHEMA, user_input),
+            errors=errors,
         )
 
     async def async_step_reconfigure(
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
-        """Change the same settings from the integration's menu."""
+        """Change the LLM endpoint (empty URL: no model)."""
         entry = self._get_reconfigure_entry()
-        return await _async_settings_step(
-            self,
-            "reconfigure",
-            user_input,
-            entry.options,
-            # The entry's update listener reloads it when the options changed.
-            lambda settings: self.async_update_and_abort(entry, options=settings),
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data, errors = await _async_validate_endpoint(self.hass, user_input)
+            if not errors:
+                return self.async_update_reload_and_abort(entry, data=data)
+        return self.async_show_form(
+            step_id="reconfigure",
+            data_schema=self.add_suggested_values_to_schema(
+                ENDPOINT_SCHEMA, user_input if user_input is not None else entry.data
+            ),
+            errors=errors,
+        )
+
+    async def async_step_reauth(
+        self, entry_data: Mapping[str, Any]
+    ) -> ConfigFlowResult:
+        """Ask for another key: the endpoint refused the stored one."""
+        return await self.async_step_reauth_confirm()
+
+    async def async_step_reauth_confirm(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for the key and check it against the stored endpoint."""
+        entry = self._get_reauth_entry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data, errors = await _async_validate_endpoint(
+                self.hass,
+                {
+                    **entry.data,
+                    CONF_LLM_API_KEY: user_input.get(CONF_LLM_API_KEY, ""),
+                },
+            )
+            if not errors:
+                return self.async_update_reload_and_abort(entry, data=data)
+        return self.async_show_form(
+            step_id="reauth_confirm",
+            data_schema=REAUTH_SCHEMA,
+            description_placeholders={
+                "url": str(entry.data.get(CONF_LLM_BASE_URL, ""))
+            },
+            errors=errors,
         )
 
     async def async_step_mqtt(
@@ -337,6 +356,7 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
             return self.async_abort(reason="invalid_discovery_info")
         await self.async_set_unique_id(DOMAIN)
         self._abort_if_unique_id_configured()
+        # The discovery card's title names the body (flow_title).
         self.context["title_placeholders"] = {"terminal": parsed.terminal_id}
         return await self.async_step_mqtt_confirm()
 
@@ -367,94 +387,24 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
 
 
 class SoulOptionsFlow(OptionsFlow):
-    """Change the hub settings; the update listener reloads the entry when they change."""
+    """Change the hub's behaviour; the update listener reloads the entry."""
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
-        """Show and validate the settings form."""
-        return await _async_settings_step(
-            self,
-            "init",
-            user_input,
-            self.config_entry.options,
-            lambda settings: self.async_create_entry(data=settings),
-        )
-
-
-def _soul_settings(
-    user_input: Mapping[str, Any],
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Clean a soul form and return (data, errors)."""
-    data = {
-        CONF_NAME: str(user_input.get(CONF_NAME, "")).strip(),
-        CONF_MBTI_TYPE: str(user_input.get(CONF_MBTI_TYPE, "")).strip().upper(),
-    }
-    if persona := str(user_input.get(CONF_PERSONA) or "").strip():
-        data[CONF_PERSONA] = persona
-    if terminal := str(user_input.get(CONF_TERMINAL) or "").strip():
-        if not valid_terminal_id(terminal):
-            return data, {CONF_TERMINAL: "invalid_terminal"}
-        data[CONF_TERMINAL] = terminal
-    if apis := user_input.get(CONF_LLM_HASS_API):
-        data[CONF_LLM_HASS_API] = list(apis)
-    try:
-        validate_soul_fields(data[CONF_NAME], data[CONF_MBTI_TYPE], persona)
-    except SoulError as err:  # the message starts with the field's name
-        field = str(err).split(" ", 1)[0]
-        key = {"name": CONF_NAME, "mbti_type": CONF_MBTI_TYPE}.get(field, CONF_PERSONA)
-        return data, {key: f"invalid_{key}"}
-    return data, {}
-
-
-class SoulSubentryFlow(ConfigSubentryFlow):
-    """Add a soul (name, MBTI type, persona) or change one."""
-
-    async def async_step_user(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Ask for the new soul's name, type and persona."""
-        entry = self._get_entry()
-        if (
-            entry.state is ConfigEntryState.LOADED
-            and len(entry.runtime_data.souls.souls) >= MAX_SOULS
-        ):
-            return self.async_abort(
-                reason="too_many_souls",
-                description_placeholders={"max": str(MAX_SOULS)},
-            )
+        """Show the topic prefix and the memory and advanced sections."""
         errors: dict[str, str] = {}
         if user_input is not None:
-            data, errors = _soul_settings(user_input)
+            options, errors = _validate_options(user_input, self.config_entry.data)
             if not errors:
-                return self.async_create_entry(title=data[CONF_NAME], data=data)
+                return self.async_create_entry(data=options)
         return self.async_show_form(
-            step_id="user",
+            step_id="init",
             data_schema=self.add_suggested_values_to_schema(
-                _soul_schema(self.hass, self._get_entry()), user_input
-            ),
-            errors=errors,
-        )
-
-    async def async_step_reconfigure(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Change a soul; its emotion then settles towards the new temperament."""
-        subentry = self._get_reconfigure_subentry()
-        errors: dict[str, str] = {}
-        if user_input is not None:
-            data, errors = _soul_settings(user_input)
-            if not errors:
-                if CONF_USER_ID in subentry.data:  # the owner stays
-                    data[CONF_USER_ID] = subentry.data[CONF_USER_ID]
-                return self.async_update_and_abort(
-                    self._get_entry(), subentry, title=data[CONF_NAME], data=data
-                )
-        return self.async_show_form(
-            step_id="reconfigure",
-            data_schema=self.add_suggested_values_to_schema(
-                _soul_schema(self.hass, self._get_entry()),
-                user_input if user_input is not None else subentry.data,
+                OPTIONS_SCHEMA,
+                user_input
+                if user_input is not None
+                else _sections(self.config_entry.options),
             ),
             errors=errors,
         )

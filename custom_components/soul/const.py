@@ -18,6 +18,11 @@ CONF_LLM_BASE_URL: Final = "llm_base_url"
 CONF_LLM_API_KEY: Final = "llm_api_key"
 CONF_LLM_MODEL: Final = "llm_model"
 CONF_INVOKE_TIMEOUT: Final = "invoke_timeout"
+# The LLM endpoint lives in the entry's data; everything else in its options.
+ENDPOINT_KEYS: Final = (CONF_LLM_BASE_URL, CONF_LLM_API_KEY, CONF_LLM_MODEL)
+# The options form's folded sections (stored flat).
+SECTION_MEMORY: Final = "memory"
+SECTION_ADVANCED: Final = "advanced"
 
 DEFAULT_TOPIC_PREFIX: Final = DEFAULT_PREFIX
 DEFAULT_INVOKE_TIMEOUT: Final = DEFAULT_TIMEOUT

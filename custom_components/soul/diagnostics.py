@@ -9,6 +9,7 @@ from homeassistant.core import HomeAssistant
 
 from .const import CONF_LLM_API_KEY, CONF_MEM0_API_KEY
 from .core.memory import MemoryBackendError
+from .helpers import entry_settings
 from .memory import memory_backend_name
 from .models import SoulConfigEntry
 
@@ -33,6 +34,7 @@ async def async_get_config_entry_diagnostics(
             except MemoryBackendError as err:
                 counts[user] = f"error: {err}"
     return {
+        "data": async_redact_data(dict(entry.data), TO_REDACT),
         "options": async_redact_data(dict(entry.options), TO_REDACT),
         "topic_prefix": runtime.topic_prefix,
         "llm": None
@@ -85,7 +87,7 @@ async def async_get_config_entry_diagnostics(
         ],
         "bindings": dict(runtime.souls.bindings()),
         "memory": {
-            "backend": memory_backend_name(entry.options),
+            "backend": memory_backend_name(entry_settings(entry)),
             "ready": memory is not None and memory.ready,
             "last_error": memory.last_error if memory else None,
             "queued_archives": len(memory.queue) if memory else 0,

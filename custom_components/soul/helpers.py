@@ -28,6 +28,11 @@ from .core.topics import valid_terminal_id
 from .models import SoulConfigEntry
 
 
+def entry_settings(entry: SoulConfigEntry) -> dict[str, Any]:
+    """Return an entry's settings: its endpoint (``data``) and behaviour (``options``)."""
+    return {**entry.data, **entry.options}
+
+
 def find_loaded_entry(hass: HomeAssistant) -> SoulConfigEntry | None:
     """Return the loaded Soul hub entry, if there is one."""
     for entry in hass.config_entries.async_entries(DOMAIN):

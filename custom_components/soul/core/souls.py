@@ -84,6 +84,15 @@ class NoSoulError(SoulError):
     """The terminal has no soul bound."""
 
 
+class InvalidSoulFieldError(SoulError):
+    """One field of a soul is invalid; ``field`` names it (name, mbti_type, persona)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        """Name the field and say what is wrong."""
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass(frozen=True, slots=True)
 class Soul:
     """A named personality."""
@@ -101,35 +110,33 @@ class Soul:
 
 
 def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
-    """Raise ``SoulError`` naming the first invalid field of a new soul."""
+    """Raise ``InvalidSoulFieldError`` for the first invalid field of a soul."""
     if not isinstance(name, str) or not name.strip():
-        raise SoulError("name must be a non-empty string")
-    if len(name.strip()) > MAX_NAME_LENGTH:
-        raise SoulError(f"name must be at most {MAX_NAME_LENGTH} characters")
+        raise InvalidSoulFieldError("name", "name must be a non-empty string")
     try:
         untrusted.text(name.strip(), "name", max_length=MAX_NAME_LENGTH)
     except untrusted.UntrustedInputError as err:
-        raise SoulError(str(err)) from None
+        raise InvalidSoulFieldError("name", str(err)) from None
     if not is_mbti(mbti):
-        raise SoulError(
+        raise InvalidSoulFieldError(
+            "mbti_type",
             f"mbti_type must be one of {', '.join(MBTI_TYPES)} "
-            "(optionally with -A or -T)"
+            "(optionally with -A or -T)",
         )
-    if persona_text is not None and not isinstance(persona_text, str):
-        raise SoulError("persona must be a string")
-    if persona_text and len(persona_text) > MAX_PERSONA_LENGTH:
-        raise SoulError(f"persona must be at most {MAX_PERSONA_LENGTH} characters")
-    if persona_text:
-        try:
-            untrusted.text(
-                persona_text,
-                "persona",
-                max_length=MAX_PERSONA_LENGTH,
-                multiline=True,
-                required=False,
-            )
-        except untrusted.UntrustedInputError as err:
-            raise SoulError(str(err)) from None
+    if persona_text is None or persona_text == "":
+        return
+    if not isinstance(persona_text, str):
+        raise InvalidSoulFieldError("persona", "persona must be a string")
+    try:
+        untrusted.text(
+            persona_text,
+            "persona",
+            max_length=MAX_PERSONA_LENGTH,
+            multiline=True,
+            required=False,
+        )
+    except untrusted.UntrustedInputError as err:
+        raise InvalidSoulFieldError("persona", str(err)) from None
 
 
 @dataclass(frozen=True, slots=True)
