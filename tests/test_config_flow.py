@@ -103,8 +103,9 @@ async def test_user_flow_without_llm(hass: HomeAssistant) -> None:
     assert entry.state is ConfigEntryState.LOADED
     assert entry.runtime_data.topic_prefix == "home/soul"
     assert entry.runtime_data.llm is None
-    # Without an LLM, memory defaults to off.
+    # Without an LLM, memory defaults to off: no "Disconnected" memory sensor.
     assert entry.runtime_data.memory is None
+    assert hass.states.get("binary_sensor.soul_memory") is None
 
 
 async def test_memory_settings_are_checked(

@@ -319,11 +319,14 @@ async def test_rate_sensors_are_off_by_default(
     from homeassistant.helpers import entity_registry as er
 
     registry = er.async_get(hass)
-    for key in ("star_messages", "star_errors", "star_routing_latency"):
-        entry = registry.async_get(f"sensor.soul_{key}")
+    for key in ("star_messages", "star_errors", "star_latency", "star_agents"):
+        entity_id = registry.async_get_entity_id(
+            "sensor", "soul", f"{init_integration.entry_id}_{key}"
+        )
+        entry = registry.async_get(entity_id)
         assert entry is not None
         assert entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION
-    assert hass.states.get("sensor.soul_star_agents") is not None
+        assert entry.entity_category is not None
 
 
 @pytest.mark.usefixtures("entity_registry_enabled_by_default")
@@ -342,8 +345,8 @@ async def test_sensors_and_diagnostics(
     world = await clients.connect("/env/world1")
     alice = await clients.connect("/env/world1/agent/alice")
     await hass.async_block_till_done()
-    assert hass.states.get("sensor.soul_star_agents").state == "1"
-    assert hass.states.get("sensor.soul_star_environments").state == "1"
+    assert hass.states.get("sensor.soul_connected_agents_star").state == "1"
+    assert hass.states.get("sensor.soul_connected_worlds_star").state == "1"
     for n in range(5):
         await alice.send_json(
             envelope(
@@ -359,9 +362,9 @@ async def test_sensors_and_diagnostics(
     freezer.tick(timedelta(seconds=10))
     async_fire_time_changed(hass)
     await hass.async_block_till_done()
-    assert float(hass.states.get("sensor.soul_star_messages").state) == 0.5
-    assert float(hass.states.get("sensor.soul_star_errors").state) == 0.1
-    assert float(hass.states.get("sensor.soul_star_routing_latency").state) >= 0
+    assert float(hass.states.get("sensor.soul_star_messages_per_second").state) == 0.5
+    assert float(hass.states.get("sensor.soul_star_errors_per_second").state) == 0.1
+    assert float(hass.states.get("sensor.soul_star_routing_delay").state) >= 0
     diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
     assert {c["id"] for c in diagnostics["star"]["connections"]} == {"world1", "alice"}
 

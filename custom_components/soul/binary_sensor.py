@@ -10,9 +10,11 @@ from homeassistant.components.binary_sensor import (
 )
 from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .const import DOMAIN, MEMORY_NONE
 from .core.registry import Terminal
 from .entity import SoulEntity, TerminalEntity, async_setup_terminal_entities
 from .helpers import entry_settings
@@ -87,8 +89,14 @@ async def async_setup_entry(
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add the hub's memory sensor and a connectivity sensor per terminal."""
-    async_add_entities([MemoryReady(entry)])
+    """Add the hub's memory sensor (while memory is on) and one per terminal."""
+    if memory_backend_name(entry_settings(entry)) != MEMORY_NONE:
+        async_add_entities([MemoryReady(entry)])
+    elif entity_id := er.async_get(hass).async_get_entity_id(
+        "binary_sensor", DOMAIN, f"{entry.entry_id}_memory"
+    ):
+        # Memory was turned off: no "Disconnected" sensor for what is not there.
+        er.async_get(hass).async_remove(entity_id)
     async_setup_terminal_entities(
         hass,
         entry,

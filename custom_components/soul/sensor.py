@@ -175,6 +175,8 @@ class StarClientsSensor(SoulEntity, SensorEntity):
 
     _attr_state_class = SensorStateClass.MEASUREMENT
     _attr_entity_category = EntityCategory.DIAGNOSTIC
+    # For people who run Star agents or worlds; a home user does not need them.
+    _attr_entity_registry_enabled_default = False
 
     def __init__(self, entry: SoulConfigEntry, client_type: str) -> None:
         """Count ``client_type`` clients."""
