@@ -374,21 +374,6 @@ async def test_device_actions(hass: HomeAssistant, body: Body) -> None:
     assert body.requests[-1]["arguments"] == {"action": "点头"}
 
 
-async def test_status_helper(
-    hass: HomeAssistant, body: Body, mqtt_mock: MqttMockHAClient
-) -> None:
-    runtime = hass.config_entries.async_entries(DOMAIN)[0].runtime_data
-    await runtime.bridge.async_publish_status(
-        T, "mem0_searching", "正在回顾历史记忆", "s1"
-    )
-    topic, payload, qos, retain = mqtt_mock.async_publish.call_args.args
-    assert (topic, qos, retain) == (f"soul/terminal/{T}/status", 1, False)
-    body_ = json.loads(payload)
-    assert body_["status"] == "mem0_searching"
-    assert body_["session_id"] == "s1"
-    assert body_["ts"].endswith("Z")
-
-
 async def test_stale_devices_are_removed_after_setup(
     hass: HomeAssistant,
     mqtt_mock: MqttMockHAClient,

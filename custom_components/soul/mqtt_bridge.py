@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING
 from homeassistant.components import mqtt
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.helpers.event import async_track_time_interval
-from homeassistant.util import dt as dt_util
 
 from .const import LOGGER
 from .core.ingest import KINDS as SNAPSHOT_KINDS, SnapshotIngest
-from .core.protocol import status_payload, utc_ts
-from .core.topics import Kind, Topics, publish_to
+from .core.topics import Kind, Topics
 from .core.untrusted import LOOP_JSON_BYTES
 
 if TYPE_CHECKING:
@@ -106,24 +104,3 @@ class MqttBridge:
     ) -> None:
         """Publish through Home Assistant's MQTT client."""
         await mqtt.async_publish(self.hass, topic, payload, qos, retain)
-
-    async def async_publish_to(
-        self, terminal_id: str, kind: Kind, payload: str
-    ) -> None:
-        """Publish ``payload`` on a terminal's topic with §3.2's QoS and retain."""
-        await publish_to(self.async_publish, self.topics, terminal_id, kind, payload)
-
-    async def async_publish_status(
-        self, terminal_id: str, status: str, message: str, session_id: str | None = None
-    ) -> None:
-        """Tell a body what Soul is doing (§3.7), e.g. ``mem0_searching``."""
-        await self.async_publish_to(
-            terminal_id,
-            Kind.STATUS,
-            status_payload(
-                status,
-                message,
-                session_id,
-                utc_ts(dt_util.utcnow().timestamp()),
-            ),
-        )
