@@ -170,6 +170,19 @@ async def test_button_and_select(hass: HomeAssistant, body: Body) -> None:
         ("set_head_motion", {"action": "摇头"}),
     ]
     assert hass.states.get("select.terminal_001_set_head_motion").state == "摇头"
+    # An invoke from elsewhere (an action, the model) shows on the select too.
+    await hass.services.async_call(
+        DOMAIN,
+        "invoke_skill",
+        {
+            "device_id": await device_id(hass),
+            "skill": "set_head_motion",
+            "arguments": {"action": "点头"},
+        },
+        blocking=True,
+        return_response=True,
+    )
+    assert hass.states.get("select.terminal_001_set_head_motion").state == "点头"
 
 
 async def test_failed_skill_raises(hass: HomeAssistant, body: Body) -> None:

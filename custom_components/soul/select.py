@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from homeassistant.components.select import SelectEntity
 from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
@@ -42,14 +45,22 @@ class SkillSelect(SkillEntity, SelectEntity):
         found = select_profile(skill) if skill is not None else None
         return list(found.options) if found else []
 
-    async def async_select_option(self, option: str) -> None:
-        """Invoke the skill with ``option``."""
+    def _argument(self) -> str:
         skill = self.skill
         found = select_profile(skill) if skill is not None else None
-        argument = found.argument if found else ""
-        await self.async_invoke({argument: option})
+        return found.argument if found else ""
+
+    async def async_select_option(self, option: str) -> None:
+        """Invoke the skill with ``option``; the state follows the announcement."""
+        await self.async_invoke({self._argument(): option})
+
+    def _apply_sent(self, arguments: Mapping[str, Any]) -> bool:
+        """Show the option Soul just sent (this entity, chat, Assist or an action)."""
+        option = arguments.get(self._argument())
+        if not isinstance(option, str) or option not in self.options:
+            return False
         self._attr_current_option = option
-        self.async_write_ha_state()
+        return True
 
 
 def soul_labels(souls: list[Soul]) -> dict[str, str]:
