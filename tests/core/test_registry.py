@@ -332,3 +332,18 @@ def test_the_snapshots_of_all_bodies_have_a_memory_budget(
     send(registry, Kind.SKILLS, skills(terminal_id="b4"), "b4")
     assert registry.get("b4") is not None
     assert registry._held_bytes <= module.MAX_HELD_BYTES
+
+
+def test_unavailable_and_back_are_logged_once_each(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = TerminalRegistry(clock=clock)
+    connect(registry, "t1")
+    send(registry, Kind.ONLINE, "offline", "t1")
+    clock.now += registry.ttl + 1
+    registry.expire()
+    send(registry, Kind.ONLINE, "offline", "t1")
+    assert caplog.text.count("t1 is unavailable") == 1
+    send(registry, Kind.ONLINE, "online", "t1")
+    send(registry, Kind.HEARTBEAT, "1", "t1")
+    assert caplog.text.count("t1 is available again") == 1

@@ -65,6 +65,8 @@ class Terminal:
     catalog: IntentCatalogSnapshot | None = None
     stale: bool = False
     last_decision: Decision | None = None
+    # Logged as unavailable (once; "available again" is logged once too).
+    logged_unavailable: bool = False
     # Payload bytes of its current skills and catalog (the registry's budget).
     held_bytes: dict[Kind, int] = field(default_factory=dict)
 
@@ -192,6 +194,8 @@ class TerminalRegistry:
     def _notify(self, terminal: Terminal, change: Change) -> None:
         if not terminal.registered and change is not Change.REMOVED:
             return
+        if change is Change.AVAILABILITY:
+            self._log_availability(terminal)
         listeners = [
             *self._listeners.get(None, ()),
             *self._listeners.get(terminal.terminal_id, ()),
@@ -332,6 +336,20 @@ class TerminalRegistry:
         self._forget(oldest.terminal_id)
         return True
 
+    @staticmethod
+    def _log_availability(terminal: Terminal) -> None:
+        """Log once when a body becomes unavailable and once when it is back."""
+        if not terminal.available and not terminal.logged_unavailable:
+            terminal.logged_unavailable = True
+            _LOGGER.info(
+                "Terminal %s is unavailable (%s)",
+                terminal.terminal_id,
+                "silent for too long" if terminal.stale else "offline",
+            )
+        elif terminal.available and terminal.logged_unavailable:
+            terminal.logged_unavailable = False
+            _LOGGER.info("Terminal %s is available again", terminal.terminal_id)
+
     def _seen(self, terminal: Terminal) -> bool:
         """Record activity; return whether the terminal came back from stale."""
         terminal.last_seen = self._clock()
@@ -468,10 +486,5 @@ class TerminalRegistry:
             ):
                 terminal.stale = True
                 expired.append(terminal.terminal_id)
-                _LOGGER.info(
-                    "Terminal %s silent for %.0f s; stale",
-                    terminal.terminal_id,
-                    self.ttl,
-                )
                 self._notify(terminal, Change.AVAILABILITY)
         return expired
