@@ -1,4 +1,8 @@
-"""What HACS, hassfest and the Home Assistant frontend expect from the repository."""
+"""What HACS and the Home Assistant frontend expect from the repository.
+
+hassfest's rules (the manifest, and the translation keys the code uses) are in
+test_hassfest_rules.py.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,6 @@ import re
 import struct
 
 from packaging.requirements import Requirement
-from packaging.version import Version
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 INTEGRATION = ROOT / "custom_components" / "soul"
@@ -30,19 +32,6 @@ def flatten(data: dict, prefix: str = "") -> set[str]:
         path = f"{prefix}{key}"
         keys |= flatten(value, f"{path}.") if isinstance(value, dict) else {path}
     return keys
-
-
-def test_manifest() -> None:
-    """The manifest has what hassfest requires of a custom integration."""
-    assert MANIFEST["domain"] == "soul"
-    assert set(MANIFEST["dependencies"]) == {"mqtt", "http", "conversation"}
-    assert MANIFEST["config_flow"] is True
-    assert MANIFEST["iot_class"] == "local_push"
-    for key in ("version", "documentation", "issue_tracker", "codeowners"):
-        assert MANIFEST[key], key
-    Version(MANIFEST["version"])
-    assert list(MANIFEST)[:2] == ["domain", "name"]
-    assert list(MANIFEST)[2:] == sorted(list(MANIFEST)[2:])
 
 
 def test_requirements_install_on_every_supported_home_assistant() -> None:
@@ -112,28 +101,6 @@ def test_translations_match() -> None:
         for path, text in strings(data).items():
             if re.search(r"\{[a-z_]+\}", text):
                 assert path.startswith(PLACEHOLDER_SECTIONS), (language, path)
-
-
-@pytest.mark.parametrize(
-    ("pattern", "section"),
-    [
-        (r'errors\[[^]]+\] = "([a-z_]+)"', ("config.error", "options.error")),
-        (r'reason="([a-z_]+)"', ("config.abort", "config_subentries.soul.abort")),
-        (r'translation_key="([a-z_]+)"', ("exceptions", "issues", "entity.sensor")),
-    ],
-)
-def test_code_keys_are_translated(pattern: str, section: tuple[str, ...]) -> None:
-    """Every error, abort reason, exception and issue the code raises has English text."""
-    english = flatten(
-        json.loads((INTEGRATION / "translations/en.json").read_text(encoding="utf-8"))
-    )
-    source = "\n".join(p.read_text(encoding="utf-8") for p in INTEGRATION.glob("*.py"))
-    used = set(re.findall(pattern, source))
-    assert used, pattern
-    for key in used:
-        assert any(any(k.startswith(f"{s}.{key}") for k in english) for s in section), (
-            key
-        )
 
 
 def test_brand_icon() -> None:
