@@ -128,7 +128,15 @@ async def test_a_soul_without_a_body_says_so(
         hass, "hello", None, Context(), language="en", agent_id="conversation.lonely"
     )
     assert result.response.error_code is not None
-    assert "no body" in result.response.speech["plain"]["speech"]
+    speech = result.response.speech["plain"]["speech"]
+    # It says where to bind one: the body's Soul select, or the action.
+    assert speech.startswith("Lonely has no body yet.")
+    assert "choose Lonely as its Soul" in speech
+    assert "soul.select_soul" in speech
+    result = await conversation.async_converse(
+        hass, "你好", None, Context(), language="zh-cn", agent_id="conversation.lonely"
+    )
+    assert "“灵魂”选项中选择Lonely" in result.response.speech["plain"]["speech"]
 
 
 async def test_soul_bodies_llm_api(hass: HomeAssistant, body: Any) -> None:  # noqa: F811

@@ -29,6 +29,7 @@ from .compat import schema_to_json, tool_output, tool_result_data, tool_result_d
 from .const import CONF_TERMINAL, DOMAIN
 from .core import untrusted
 from .core.chat import MAX_ARGUMENTS_BYTES
+from .core.chat_phrases import phrase
 from .core.chat_request import ChatError
 from .core.chat_tools import tool_message
 from .core.llm import ToolCall
@@ -262,12 +263,12 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
             and (user := await self.hass.auth.async_get_user(user_id)) is not None
             and not principal_of(user).may_control
         ):
-            return _error(user_input, "A read-only user may not make a body act.")
+            return _error(user_input, phrase(user_input.text, "read_only"))
         terminal_id = self._terminal_id()
         if terminal_id is None:
-            return _error(
-                user_input, "This soul has no body yet: bind one to it first."
-            )
+            soul = self.entry.runtime_data.souls.souls.get(self.soul_id)
+            name = soul.name if soul is not None else ""
+            return _error(user_input, phrase(user_input.text, "no_body", name))
         runtime = self.entry.runtime_data
         if runtime.souls.soul_of(terminal_id) is None:
             runtime.souls.bind(terminal_id, self.soul_id)

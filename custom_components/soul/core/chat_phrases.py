@@ -38,6 +38,11 @@ _PHRASES = {
         "model_failed": "我刚才走神了，没能想好，请再说一次。",
         "invalid": "我听懂了，但这个指令的参数不对，没法执行。",
         "unreachable": "我现在联系不上身体，没能执行。",
+        "no_body": (
+            "{what}还没有身体。请在“设置 → 设备与服务 → Soul”里打开一个身体的"
+            "设备页，在它的“灵魂”选项中选择{what}（或使用 soul.select_soul 动作）。"
+        ),
+        "read_only": "只读用户不能让身体执行动作。",
     },
     "en": {
         "done": "Okay.",
@@ -48,6 +53,12 @@ _PHRASES = {
         "model_failed": "My mind wandered and I couldn't think that through; please say it again.",
         "invalid": "I understood, but the command's arguments are not valid, so I can't run it.",
         "unreachable": "I can't reach my body right now, so I couldn't do that.",
+        "no_body": (
+            "{what} has no body yet. Open a body's device page (Settings → "
+            "Devices & services → Soul) and choose {what} as its Soul, or run "
+            "the soul.select_soul action."
+        ),
+        "read_only": "A read-only user may not make a body act.",
     },
 }
 
