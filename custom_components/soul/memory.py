@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.dispatcher import async_dispatcher_send
@@ -44,6 +43,8 @@ from .const import (
 )
 from .core.memory.base import MemoryBackend
 from .core.memory.manager import MemoryManager
+from .core.memory.mem0_embedded import EmbeddedMem0, EmbeddedMem0Config, mem0_available
+from .core.memory.mem0_server import Mem0Server
 from .helpers import now_timestamp
 from .storage import DebouncedStore
 
@@ -68,15 +69,9 @@ async def _async_embedded(hass: HomeAssistant, options: Any) -> MemoryBackend:
     await async_process_requirements(
         hass, DOMAIN, [MEM0_REQUIREMENT], is_built_in=False
     )
-    from .core.memory.mem0_embedded import (  # noqa: PLC0415 - mem0ai installed on demand
-        EmbeddedMem0,
-        EmbeddedMem0Config,
-        mem0_available,
-    )
-
     # find_spec reads the file system: not in the event loop.
     if not await hass.async_add_executor_job(mem0_available):
-        raise HomeAssistantError("mem0ai is not importable")
+        raise ImportError("mem0ai is not importable")
     config = EmbeddedMem0Config(
         data_dir=hass.config.path(MEMORY_DIR),
         llm_base_url=options[CONF_LLM_BASE_URL],
@@ -96,8 +91,6 @@ async def async_create_memory(
     name = memory_backend_name(options)
     backend: MemoryBackend | None = None
     if name == MEMORY_SERVER and options.get(CONF_MEM0_URL):
-        from .core.memory.mem0_server import Mem0Server  # noqa: PLC0415
-
         backend = Mem0Server(
             async_get_clientsession(hass),
             options[CONF_MEM0_URL],
