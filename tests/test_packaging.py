@@ -1,7 +1,7 @@
 """What HACS and the Home Assistant frontend expect from the repository.
 
 hassfest's rules (the manifest, and the translation keys the code uses) are in
-test_hassfest_rules.py.
+the test_hassfest_*.py modules, with the checks in tests/hassfest/.
 """
 
 from __future__ import annotations
