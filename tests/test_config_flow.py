@@ -253,6 +253,14 @@ async def test_endpoint_server_error(hass: HomeAssistant, fake_llm: FakeOpenAI) 
             {CONF_TOPIC_PREFIX: "soul", CONF_LLM_MODEL: "gpt"},
             {CONF_LLM_BASE_URL: "base_url_required"},
         ),
+        (
+            {
+                CONF_TOPIC_PREFIX: "soul",
+                CONF_LLM_BASE_URL: "http://127.0.0.1:9/v1",
+                CONF_LLM_MODEL: "gpt\x1b[2J",
+            },
+            {CONF_LLM_MODEL: "invalid_text"},
+        ),
     ],
 )
 async def test_field_errors(
