@@ -9,9 +9,12 @@ those APIs goes through here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from homeassistant.helpers import llm
+
+if TYPE_CHECKING:
+    from homeassistant.components.conversation import ToolResultContentDeltaDict
 
 try:  # Home Assistant ≥ 2026.10
     import probatio
@@ -32,11 +35,15 @@ def schema_to_json(
     schema: Any, custom_serializer: Callable[[Any], Any] | None = None
 ) -> dict[str, Any]:
     """Return a tool parameter schema as JSON Schema for the model."""
+    # Both libraries are untyped here; each returns the schema's JSON object.
     if probatio is not None:
-        return probatio.to_openapi(schema, custom_serializer=custom_serializer)
+        return cast(
+            dict[str, Any],
+            probatio.to_openapi(schema, custom_serializer=custom_serializer),
+        )
     from voluptuous_openapi import convert  # noqa: PLC0415
 
-    return convert(schema, custom_serializer=custom_serializer)
+    return cast(dict[str, Any], convert(schema, custom_serializer=custom_serializer))
 
 
 def tool_result(data: dict[str, Any], *, error: bool) -> Any:
@@ -55,7 +62,7 @@ def tool_output(result: Any) -> tuple[Any, bool]:
 
 def tool_result_delta(
     call_id: str, tool_name: str, data: dict[str, Any]
-) -> dict[str, Any]:
+) -> ToolResultContentDeltaDict:
     """Return a chat log delta carrying a tool's result (``result`` from 2026.10)."""
     delta: dict[str, Any] = {
         "role": "tool_result",
@@ -66,7 +73,9 @@ def tool_result_delta(
         delta["result"] = result_type(data=data)
     else:
         delta["tool_result"] = data
-    return delta
+    # The keys are those of this Home Assistant's TypedDict, which mypy sees for
+    # one version only (``result`` exists from 2026.10).
+    return cast("ToolResultContentDeltaDict", delta)
 
 
 def tool_result_data(content: Any) -> Any:

@@ -184,7 +184,7 @@ async def _async_validate_endpoint(
     """Return (the endpoint's data, errors); a given endpoint is checked for real."""
     errors: dict[str, str] = {}
     texts = _texts(user_input, errors)
-    data = {key: texts[key] for key in ENDPOINT_KEYS if key in texts}
+    data: dict[str, Any] = {key: texts[key] for key in ENDPOINT_KEYS if key in texts}
     if errors:
         return data, errors
     if (endpoint := llm_endpoint_from_config(data)) is None:

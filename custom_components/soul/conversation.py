@@ -40,6 +40,10 @@ from .models import SoulConfigEntry
 PARALLEL_UPDATES = 0
 MAX_HISTORY = 40  # chat log messages the model reads, the latest
 
+type _Delta = (
+    conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict
+)
+
 
 class AssistTools:
     """Home Assistant LLM API tools, offered to the model next to the skills."""
@@ -92,20 +96,20 @@ class ChatLogTranscript:
     ) -> None:
         """Start feeding ``chat_log`` as ``agent_id``."""
         self._chat_log = chat_log
-        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Delta | None] = asyncio.Queue()
         self._open = False  # an assistant message takes deltas
         self._task = hass.async_create_task(
             self._feed(agent_id), "soul chat log", eager_start=False
         )
 
-    async def _deltas(self) -> AsyncGenerator[dict[str, Any]]:
+    async def _deltas(self) -> AsyncGenerator[_Delta]:
         while (delta := await self._queue.get()) is not None:
             yield delta
 
     async def _feed(self, agent_id: str) -> None:
         async for _content in self._chat_log.async_add_delta_content_stream(
             agent_id,
-            self._deltas(),  # type: ignore[arg-type]
+            self._deltas(),
         ):
             pass
 

@@ -50,7 +50,7 @@ def fields_schema(skill: Skill) -> vol.Schema:
         if isinstance(prop.get("enum"), list) and prop["enum"]:
             fields[marker(name)] = vol.In([str(v) for v in prop["enum"]])
         else:
-            fields[marker(name)] = _TYPES.get(prop.get("type"), cv.string)
+            fields[marker(name)] = _TYPES.get(prop.get("type", ""), cv.string)
     return vol.Schema(fields)
 
 

@@ -134,7 +134,7 @@ class SkillEntity(TerminalEntity):
         """
         return False
 
-    async def async_invoke(self, arguments: dict) -> InvokeResult:
+    async def async_invoke(self, arguments: dict[str, Any]) -> InvokeResult:
         """Invoke the skill; failures become translated Home Assistant errors.
 
         A success is announced to ``_apply_sent`` before this returns.

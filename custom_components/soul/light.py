@@ -40,7 +40,7 @@ PARALLEL_UPDATES = 0
 
 def named_colors(colors: tuple[str, ...]) -> dict[str, tuple[int, int, int]] | None:
     """Return the RGB of every colour name, or None when Home Assistant lacks one."""
-    rgb = {}
+    rgb: dict[str, tuple[int, int, int]] = {}
     for name in colors:
         try:
             rgb[name] = color_util.color_name_to_rgb(name)

@@ -74,6 +74,10 @@ class MqttBridge:
             LOGGER.debug("Ignored message on %s", message.topic)
             return
         payload = message.payload
+        # With encoding=None payloads are bytes; the type also admits a bytearray,
+        # which the core does not take.
+        if isinstance(payload, bytearray):
+            payload = bytes(payload)
         if parsed.kind is Kind.RESULT:
             invoker = self.invoker
             if invoker is None or parsed.request_id is None:

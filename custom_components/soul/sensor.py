@@ -157,7 +157,7 @@ class SoulSensor(SoulDeviceEntity, SensorEntity):
         super().__init__(entry, soul, description.key)
         self.entity_description = description
 
-    def _state_key(self) -> Any:
+    def _state_key(self) -> float | str | None:
         snapshot = self.snapshot
         return None if snapshot is None else self.entity_description.value_fn(snapshot)
 

@@ -288,7 +288,7 @@ async def _async_remember(call: ServiceCall) -> ServiceResponse:
         )
     except MemoryBackendError as err:
         raise _memory_failed(err) from err
-    return {"ids": ids}
+    return {"ids": list(ids)}
 
 
 async def _async_recall(call: ServiceCall) -> ServiceResponse:

@@ -88,7 +88,7 @@ def _soul_settings(
     user_input: Mapping[str, Any],
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Clean a soul form and return (data, errors)."""
-    data = {
+    data: dict[str, Any] = {
         CONF_NAME: str(user_input.get(CONF_NAME, "")).strip(),
         CONF_MBTI_TYPE: str(user_input.get(CONF_MBTI_TYPE, "")).strip().upper(),
     }

@@ -56,12 +56,13 @@ def _error(
     return web.json_response({key: message}, status=status)
 
 
-def _answers(key: str = "message") -> Callable:
+type _Handler = Callable[..., Awaitable[web.Response]]
+
+
+def _answers(key: str = "message") -> Callable[[_Handler], _Handler]:
     """Turn the errors of a handler into JSON answers (``{key: message}``)."""
 
-    def decorate(
-        handler: Callable[..., Awaitable[web.Response]],
-    ) -> Callable[..., Awaitable[web.Response]]:
+    def decorate(handler: _Handler) -> _Handler:
         @wraps(handler)
         async def answer(
             view: HomeAssistantView, request: web.Request, *args: Any

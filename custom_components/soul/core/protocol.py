@@ -236,14 +236,15 @@ def _pointer(root: Mapping[str, Any], ref: str) -> Any:
     return node
 
 
-def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def inline_refs(schema: dict[str, Any]) -> Any:
     """Return ``schema`` with every local ``$ref`` replaced by what it names.
 
     The result is self-contained (language models and validators need no
     resolver, and nothing recurses at validation time). Remote, dangling and
     recursive refs raise ``SchemaRefError``, as do ``$dynamicRef`` and
     ``$recursiveRef`` and a result of more than ``MAX_SCHEMA_NODES`` objects.
-    ``$defs``/``definitions`` are dropped once inlined.
+    ``$defs``/``definitions`` are dropped once inlined. The result is JSON but
+    not always an object: a root made of a ``$ref`` alone gives what it names.
     """
     nodes = 0
 
@@ -307,7 +308,8 @@ def _compile_schema(canonical: str) -> Any:
             safe_regex.compile_untrusted(pattern)
     except safe_regex.UnsafeRegexError as err:
         return f"unusable pattern: {err}"
-    return validators.extend(cls, {"pattern": _bounded_pattern})(schema)
+    # types-jsonschema leaves extend() unannotated; it returns a validator class.
+    return validators.extend(cls, {"pattern": _bounded_pattern})(schema)  # type: ignore[no-untyped-call]
 
 
 def _patterns(node: Any) -> Iterator[str]:

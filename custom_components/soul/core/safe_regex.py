@@ -21,8 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 import functools
+
+# typeshed has no stubs for re's private parser modules (only for the deprecated
+# sre_* aliases): the parse tree is walked untyped.
 from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
 import time
+from typing import Any
 
 import regex
 
@@ -40,7 +44,7 @@ _deadline: ContextVar[float | None] = ContextVar("soul_regex_deadline", default=
 class UnsafeRegexError(ValueError):
     """A pattern that is too long, invalid, or too slow; ``pattern`` names it."""
 
-    def __init__(self, message: str, pattern: str) -> None:
+    def __init__(self, message: str, pattern: str | regex.Pattern[str]) -> None:
         """Keep the offending pattern for the report."""
         super().__init__(message)
         self.pattern = pattern
@@ -54,7 +58,7 @@ class RegexBudgetError(UnsafeRegexError):
     """The time for all patterns of one input is spent (not this pattern's fault)."""
 
 
-def _expansion(items: sre_parse.SubPattern | list, limit: int) -> int:
+def _expansion(items: sre_parse.SubPattern | list[tuple[Any, Any]], limit: int) -> int:
     """Return how many atoms ``items`` unroll to (stopping past ``limit``)."""
     total = 0
     for op, arg in items:

@@ -503,7 +503,7 @@ class SoulHub:
             raise NoSoulError("soul selection is required before chat")
         user_emotion = dict(self._recognize(text))
         try:
-            label = Emotion(user_emotion.get("emotion"))
+            label = Emotion(user_emotion.get("emotion", ""))
             intensity = float(user_emotion.get("intensity", 0.0))
         except (TypeError, ValueError):
             label, intensity = Emotion.NEUTRAL, 0.0

@@ -16,15 +16,17 @@ import re
 BUCKETS = 8
 
 type Boundary = Callable[[str], str]
+# A character trie: each character leads to the next node; "" marks a word's end.
+type Trie = dict[str, Trie]
 
 
 def _no_boundary(_char: str) -> str:
     return ""
 
 
-def trie(words: Iterable[str]) -> dict[str, dict]:
+def trie(words: Iterable[str]) -> Trie:
     """Return the character trie of ``words``; the key "" marks a word's end."""
-    root: dict[str, dict] = {}
+    root: Trie = {}
     for word in words:
         node = root
         for char in word:
@@ -33,7 +35,7 @@ def trie(words: Iterable[str]) -> dict[str, dict]:
     return root
 
 
-def _emit(node: dict[str, dict], last: str, end: Boundary) -> str:
+def _emit(node: Trie, last: str, end: Boundary) -> str:
     """Return the regex of a trie node reached by ``last``, longest match first."""
     branches = [
         re.escape(char) + _emit(child, char, end)

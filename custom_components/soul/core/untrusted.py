@@ -204,13 +204,13 @@ def loads(
     return value
 
 
-def check_json(
-    value: Any,
+def check_json[V](
+    value: V,
     *,
     max_bytes: int,
     max_depth: int = MAX_JSON_DEPTH,
     what: str = "the value",
-) -> Any:
+) -> V:
     """Check a decoded value as ``loads`` checks raw JSON; return it unchanged.
 
     It must be plain JSON (objects with string keys, arrays, strings, finite

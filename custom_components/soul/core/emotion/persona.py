@@ -89,7 +89,10 @@ class Traits:
 
 def traits_from_mbti(mbti: str) -> Traits:
     """Return the Big Five estimate of an MBTI type (McCrae & Costa 1989)."""
-    ei, sn, tf, jp, identity = _MBTI.fullmatch(normalize_mbti(mbti)).groups()  # type: ignore[union-attr]
+    match = _MBTI.fullmatch(normalize_mbti(mbti))
+    if match is None:  # pragma: no cover - normalize_mbti returns only MBTI types
+        raise InvalidMBTIError(f"invalid MBTI type {mbti!r}")
+    ei, sn, tf, jp, identity = match.groups()
     neuroticism = (
         R_NEUROTICISM_INTROVERSION if ei == "I" else -R_NEUROTICISM_INTROVERSION
     )

@@ -51,7 +51,7 @@ UNATTACHED_DEATH = 0.5  # "我的猫死了": "死了" with no cue before it
 # Labels a request does not discount: "谢谢帮我…", "你给我闭嘴".
 _COMMANDING = frozenset({Emotion.GRATITUDE, Emotion.ANGER})
 _NEGATIVE = frozenset(e for e, pad in PROTOTYPE.items() if pad.p < 0)
-_ZERO = {
+_ZERO: dict[str, str | float] = {
     "emotion": Emotion.NEUTRAL.value,
     "p": 0.0,
     "a": 0.0,

@@ -427,7 +427,7 @@ def compile_catalog(entries: Any) -> Catalog:
     return Catalog(intents, pattern, prefixes, owners, rule_intents, patterns)
 
 
-_cache: OrderedDict[str, Catalog] = OrderedDict()
+_cache: OrderedDict[bytes, Catalog] = OrderedDict()
 _cache_lock = threading.Lock()
 
 

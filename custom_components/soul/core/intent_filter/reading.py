@@ -214,7 +214,9 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
                 if keyword.isascii():
                     if position and text[position - 1].isalnum():
                         continue
-                    tail = _LATIN_TAIL.match(text, end).group()  # type: ignore[union-attr]
+                    # [a-z]* matches at any position (maybe nothing).
+                    tail_match = _LATIN_TAIL.match(text, end)
+                    tail = tail_match.group() if tail_match else ""
                     if tail not in _LATIN_SUFFIXES:
                         continue
                 start_o, end_o = variant.span(position, end)

@@ -185,12 +185,12 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
             ):
                 continue  # "세" must begin a word
             hour = parse_korean_number(match["hour"])
-            minute = (
+            minutes = (
                 30 if match["half"] else parse_korean_number(match["minute"] or "0")
             )
-            if hour is None or minute is None or minute != int(minute):
+            if hour is None or minutes is None or minutes != int(minutes):
                 continue
-            at = _resolve(now, match["day"], match["period"], int(hour), int(minute))
+            at = _resolve(now, match["day"], match["period"], int(hour), int(minutes))
             add(at, *match.span())
     if _ENGLISH_CORE.search(text):
         for match in _ENGLISH.finditer(text):

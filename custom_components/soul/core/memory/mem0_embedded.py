@@ -27,13 +27,20 @@ import os
 from pathlib import Path
 import sys
 import threading
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..llm import NO_API_KEY
 from .base import MemoryBackendError, MemoryItem
 
 T = TypeVar("T")
-Executor = Callable[[Callable[[], T]], Awaitable[T]]
+
+
+class Executor(Protocol):
+    """Runs a blocking job off the event loop (``hass.async_add_executor_job``)."""
+
+    def __call__(self, job: Callable[[], T], /) -> Awaitable[T]:
+        """Return what ``job()`` returns, run in a worker thread."""
+
 
 HEALTH_PROBE = "Soul memory health check"
 # Events whose ids mem0 returns for stored memories (older releases also

@@ -160,7 +160,7 @@ class Mem0Server:
         self, *, user_id: str, agent_id: str | None = None, limit: int = 100
     ) -> list[MemoryItem]:
         """Return a user's memories (one soul's when ``agent_id`` is given)."""
-        params = {**scope(user_id, agent_id), "top_k": limit}
+        params: dict[str, str | int] = {**scope(user_id, agent_id), "top_k": limit}
         answer = await self._request("GET", "/memories", params=params)
         return items_from_mem0(answer, limit)
 
