@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+import tomllib
 from typing import Any
 
 from homeassistant.util.yaml import load_yaml_dict
@@ -151,3 +152,19 @@ def test_rules_that_the_files_show() -> None:
             if isinstance(target, ast.Name)
         }
         assert "PARALLEL_UPDATES" in assigned, platform
+
+
+def test_strict_typing() -> None:
+    """strict-typing is done only while scripts/test runs mypy --strict on it all."""
+    assert status(scale()["strict-typing"])[0] == "done"
+    root = INTEGRATION.parent.parent
+    mypy = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert mypy["strict"] is True
+    assert mypy["files"] == ["custom_components/soul"]
+    assert not mypy.get("ignore_missing_imports")  # only per module
+    assert not mypy.get("ignore_errors")
+    for override in mypy.get("overrides", []):
+        assert not override.get("ignore_errors"), override["module"]
+        assert not any(m.startswith("custom_components") for m in override["module"])
+    steps = (root / "scripts" / "test").read_text().splitlines()
+    assert ".venv/bin/mypy" in steps
