@@ -327,6 +327,17 @@ def _skill(schema: dict[str, Any]) -> dict[str, Any]:
             {"type": "object", "properties": {"a": {"$dynamicRef": "#x"}}},
             "not supported",
         ),
+        # A root $ref naming a string (found by mypy: it crashed parse_skill).
+        ({"$ref": "#/$ref"}, "must name an object"),
+        ({"$ref": "#/$defs/n", "$defs": {"n": [1]}}, "invalid input_schema"),
+        (
+            {
+                "type": "object",
+                "required": ["a"],
+                "properties": {"a": {"$ref": "#/required"}},
+            },
+            "invalid input_schema",
+        ),
         (
             {
                 "type": "object",

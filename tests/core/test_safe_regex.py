@@ -113,3 +113,13 @@ def test_regex_only_syntax_is_refused() -> None:
     """Patterns are Python re syntax (docs/intent-filter.md)."""
     with pytest.raises(UnsafeRegexError, match="Python re syntax"):
         compile_untrusted(r"\p{Han}+")
+
+
+def test_errors_name_the_pattern_text_even_when_it_came_compiled() -> None:
+    compiled = compile_untrusted(HOSTILE)
+    with pytest.raises(RegexTimeoutError) as timed_out:
+        search(compiled, HOSTILE_INPUT, timeout=0.001)
+    assert timed_out.value.pattern == HOSTILE
+    with budget(0.0), pytest.raises(RegexBudgetError) as spent:
+        search(compiled, "a")
+    assert spent.value.pattern == HOSTILE

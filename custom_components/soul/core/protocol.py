@@ -236,15 +236,15 @@ def _pointer(root: Mapping[str, Any], ref: str) -> Any:
     return node
 
 
-def inline_refs(schema: dict[str, Any]) -> Any:
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """Return ``schema`` with every local ``$ref`` replaced by what it names.
 
     The result is self-contained (language models and validators need no
     resolver, and nothing recurses at validation time). Remote, dangling and
     recursive refs raise ``SchemaRefError``, as do ``$dynamicRef`` and
     ``$recursiveRef`` and a result of more than ``MAX_SCHEMA_NODES`` objects.
-    ``$defs``/``definitions`` are dropped once inlined. The result is JSON but
-    not always an object: a root made of a ``$ref`` alone gives what it names.
+    ``$defs``/``definitions`` are dropped once inlined. A root made of a
+    ``$ref`` alone becomes what it names, which must be an object too.
     """
     nodes = 0
 
@@ -281,7 +281,10 @@ def inline_refs(schema: dict[str, Any]) -> Any:
             if key not in ("$defs", "definitions") or expanding
         }
 
-    return walk(schema, ())
+    inlined = walk(schema, ())
+    if not isinstance(inlined, dict):
+        raise SchemaRefError("the root $ref must name an object")
+    return inlined
 
 
 @functools.lru_cache(maxsize=1024)

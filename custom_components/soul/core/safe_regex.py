@@ -44,7 +44,7 @@ _deadline: ContextVar[float | None] = ContextVar("soul_regex_deadline", default=
 class UnsafeRegexError(ValueError):
     """A pattern that is too long, invalid, or too slow; ``pattern`` names it."""
 
-    def __init__(self, message: str, pattern: str | regex.Pattern[str]) -> None:
+    def __init__(self, message: str, pattern: str) -> None:
         """Keep the offending pattern for the report."""
         super().__init__(message)
         self.pattern = pattern
@@ -135,26 +135,22 @@ def search(
     ``RegexTimeoutError`` when the match took ``timeout``, and
     ``RegexBudgetError`` when the surrounding ``budget`` ran out first.
     """
+    source = pattern if isinstance(pattern, str) else pattern.pattern
     limit, by_budget = timeout, False
     if (deadline := _deadline.get()) is not None:
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
-            raise RegexBudgetError(
-                "no time is left for patterns on this input", pattern
-            )
+            raise RegexBudgetError("no time is left for patterns on this input", source)
         if remaining < limit:
             limit, by_budget = remaining, True
-    if isinstance(pattern, str):
-        compiled = compile_untrusted(pattern)
-    else:
-        compiled, pattern = pattern, pattern.pattern
+    compiled = compile_untrusted(pattern) if isinstance(pattern, str) else pattern
     try:
         return compiled.search(text, timeout=limit)
     except TimeoutError:
         if by_budget:
             raise RegexBudgetError(
-                "no time is left for patterns on this input", pattern
+                "no time is left for patterns on this input", source
             ) from None
         raise RegexTimeoutError(
-            f"pattern {pattern!r} took longer than {timeout * 1000:g} ms", pattern
+            f"pattern {source!r} took longer than {timeout * 1000:g} ms", source
         ) from None
