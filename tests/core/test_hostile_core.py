@@ -118,6 +118,28 @@ skill_entries = st.one_of(
                     max_size=3,
                 ),
             ),
+            # Local refs, at the root too, naming any part of the schema.
+            st.builds(
+                lambda ref, rest: {**rest, "$ref": ref},
+                st.sampled_from(
+                    [
+                        "#",
+                        "#/$ref",
+                        "#/$defs/a",
+                        "#/type",
+                        "#/required",
+                        "#/properties/a",
+                    ]
+                ),
+                st.one_of(
+                    st.just({}),
+                    st.dictionaries(
+                        st.sampled_from(["$defs", "type", "properties", "required"]),
+                        json_values,
+                        max_size=3,
+                    ),
+                ),
+            ),
         ),
     ),
 )
