@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 from unittest.mock import patch
 
@@ -75,6 +76,16 @@ def options_input(
         SECTION_MEMORY: {**MEMORY_FORM, **(memory or {})},
         SECTION_ADVANCED: {**ADVANCED_FORM, **(advanced or {})},
     }
+
+
+@pytest.fixture(autouse=True)
+async def unload_soul(hass: HomeAssistant) -> AsyncIterator[None]:
+    """Unload the entries a test created, so no MQTT timer outlives it."""
+    yield
+    for entry in hass.config_entries.async_entries(DOMAIN):
+        if entry.state is ConfigEntryState.LOADED:
+            await hass.config_entries.async_unload(entry.entry_id)
+    await hass.async_block_till_done()
 
 
 async def start_user_flow(hass: HomeAssistant) -> str:
