@@ -25,6 +25,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.event import async_track_time_interval
 
 from .core.emotion.dynamics import ExecMode, Mood
+from .core.emotion.labels import rounded
 from .core.registry import Change, Terminal
 from .core.souls import EmotionSnapshot, Soul
 from .entity import (
@@ -112,7 +113,7 @@ def _pad_sensor(key: str) -> SoulSensorDescription:
         suggested_display_precision=1,
         # To one decimal: a soul settling towards its baseline writes a new
         # state (a recorder row) about 15 times an hour, not 150.
-        value_fn=lambda s: round(getattr(s, key[0]), 1),
+        value_fn=lambda s: rounded(getattr(s, key[0]), 1),
     )
 
 

@@ -29,7 +29,7 @@ from .emotion.dynamics import (
     initial_state,
     mood,
 )
-from .emotion.labels import Emotion
+from .emotion.labels import Emotion, rounded
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
 from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload, utc_ts
 from .topics import Kind, Publish, Topics, publish_to, valid_terminal_id
@@ -406,9 +406,9 @@ class SoulHub:
         now = state.at
         return EmotionSnapshot(
             soul_id=soul.soul_id,
-            p=round(state.p, 3),
-            a=round(state.a, 3),
-            d=round(state.d, 3),
+            p=rounded(state.p, 3),
+            a=rounded(state.a, 3),
+            d=rounded(state.d, 3),
             exec_probability=round(exec_probability(state, now), 3),
             exec_mode=exec_mode(state, now),
             mood=mood(state.pad),

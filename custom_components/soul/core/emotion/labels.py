@@ -52,6 +52,11 @@ class PAD(NamedTuple):
     d: float
 
 
+def rounded(value: float, digits: int) -> float:
+    """Round a reported coordinate; a tiny negative becomes 0.0, never -0.0."""
+    return round(value, digits) + 0.0
+
+
 LABELS: tuple[str, ...] = tuple(e.value for e in Emotion)
 
 GROUP_OF: dict[Emotion, Group] = {

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import re
 
 from ..language import to_simplified
-from .labels import PROTOTYPE, Emotion
+from .labels import PROTOTYPE, Emotion, rounded
 from .lexicon import COMPILED_STRUCTURES, FLIP, PATTERN, TABLE, Kind, Token
 
 MAX_CHARS = 2000  # longer texts are cut: the opening says enough
@@ -345,8 +345,8 @@ def analyze_emotion(text: str) -> dict[str, str | float]:
     pad = PROTOTYPE[label]
     return {
         "emotion": label.value,
-        "p": round(pad.p * intensity, 3),
-        "a": round(pad.a * intensity, 3),
-        "d": round(pad.d * intensity, 3),
+        "p": rounded(pad.p * intensity, 3),
+        "a": rounded(pad.a * intensity, 3),
+        "d": rounded(pad.d * intensity, 3),
         "intensity": intensity,
     }
