@@ -121,8 +121,8 @@ async def async_create_runtime(
             translation_key=ISSUE_LLM_NOT_CONFIGURED,
         ),
     )
-    sessions_store.dump = chat.dump
-    chat.load(await sessions_store.async_load())
+    sessions_store.dump = chat.sessions.dump
+    chat.sessions.load(await sessions_store.async_load())
     memory, memory_store = await async_create_memory(
         hass, entry.entry_id, entry_settings(entry)
     )

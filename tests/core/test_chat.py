@@ -346,11 +346,11 @@ async def test_pending_sessions_survive_a_restart() -> None:
     env = Env(None)
     env.souls.bind(T, "s1")
     await env.say("记住我家猫叫咪咪")
-    stored = json.loads(json.dumps(env.pipeline.dump()))
+    stored = json.loads(json.dumps(env.pipeline.sessions.dump()))
     later = Env(None)
     later.now = env.now + 3600  # down for an hour
-    later.pipeline.load(stored)
-    later.pipeline.load({"sessions": [{"session_id": "broken"}]})  # ignored
+    later.pipeline.sessions.load(stored)
+    later.pipeline.sessions.load({"sessions": [{"session_id": "broken"}]})  # ignored
     (session,) = await later.pipeline.summarize_idle()
     assert "咪咪" in session.summary
 
@@ -470,7 +470,7 @@ async def test_hostile_model_replies_are_bounded_and_storable(
     )
     response = await env.say("你觉得人生的意义是什么？")
     assert 0 < len(response["reply"]) <= MAX_REPLY
-    json.dumps(env.pipeline.dump(), ensure_ascii=False).encode("utf-8")
+    json.dumps(env.pipeline.sessions.dump(), ensure_ascii=False).encode("utf-8")
     assert response["reply"].startswith("\ufffd")
     # An HTML page instead of a completion is a reply in character too.
     fake_llm.raw("<html><body>Bad gateway</body></html>")

@@ -15,8 +15,8 @@ routes on ``decision.action`` only:
   for at most ``max_rounds`` rounds. Without a model, or when it fails, the
   reply says so in character (``chat_phrases``); nothing raises.
 
-The reply ``<NO_REPLY>`` / ``NO_REPLY`` / ``[NO_REPLY]`` becomes ``""``. Idle
-sessions are summarised off the chat path (``summarize_idle``).
+The reply ``<NO_REPLY>`` / ``NO_REPLY`` / ``[NO_REPLY]`` becomes ``""``. The
+sessions, their storage and idle summaries are ``sessions.Sessions``.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ from .memory.base import MemoryBackendError
 from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, status_payload, utc_ts
 from .registry import TerminalRegistry
-from .session import MAX_SESSIONS, MAX_SUMMARY, Session, extractive_summary
+from .session import Session
+from .sessions import Sessions
 from .souls import NoSoulError, SoulHub
 from .topics import Kind, Publish, Topics, publish_to
 from .transcript import ReplyStream, Transcript
@@ -100,79 +101,16 @@ class ChatPipeline:
         self.memory: MemoryManager | None = None
         self._timezone = default_timezone
         self.max_rounds = max(1, max_rounds)
-        self.sessions: dict[str, Session] = {}
+        self.sessions = Sessions(clock=clock, on_dirty=on_dirty)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.last_route: str | None = None
-        self._on_dirty = on_dirty
         self._on_no_model = on_no_model
         # The endpoint refused the key: the glue starts Home Assistant's reauth.
         self._on_auth_failed = on_auth_failed
 
-    # -- sessions -----------------------------------------------------------------
-
-    def load(self, data: Any) -> None:
-        """Take stored sessions (``dump()``'s); unsummarised ones are summarised later."""
-        if not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
-            return
-        for raw in data["sessions"][-MAX_SESSIONS:]:
-            if (session := Session.from_dict(raw)) is not None:
-                self.sessions[session.session_id] = session
-
-    def dump(self) -> dict[str, Any]:
-        """Return the sessions for storage."""
-        return {"sessions": [s.as_dict() for s in self.sessions.values()]}
-
     async def summarize_idle(self) -> list[Session]:
-        """Summarise every session idle for 3 minutes since its last user turn.
-
-        Runs off the chat path (the glue calls it periodically). A summary is
-        made by the model when there is one, else extractively; it becomes the
-        session's ``context_summary`` and is archived to memory.
-        """
-        now = self._clock()
-        done = []
-        for session in [s for s in self.sessions.values() if s.idle(now)]:
-            covered = session.last_user_at
-            session.summary = await self._summary(session)
-            session.summarized_for = covered
-            done.append(session)
-            if self.memory is not None:
-                # Queued on disk first; sent now or when the backend is back.
-                await self.memory.archive_session(
-                    session_id=session.session_id,
-                    terminal_id=session.terminal_id,
-                    soul_id=session.soul_id,
-                    user_id=session.user_id,
-                    summary=session.summary,
-                    turns=list(session.turns),
-                )
-        if done:
-            self._on_dirty()
-        return done
-
-    async def _summary(self, session: Session) -> str:
-        if self.model is not None:
-            transcript = "\n".join(
-                f"{t['role']}: {t['content']}" for t in session.turns
-            )
-            try:
-                answer = await self.model.chat(
-                    [
-                        {
-                            "role": "system",
-                            "content": "Summarise this conversation in at most three "
-                            "sentences, in its language. Keep facts about the user.",
-                        },
-                        {"role": "user", "content": transcript},
-                    ],
-                    [],
-                )
-            except LLMError as err:
-                _LOGGER.warning("Summary by the model failed: %s", err)
-            else:
-                if text := normalize_reply(answer.content):
-                    return untrusted.clean(text, MAX_SUMMARY)
-        return extractive_summary(session)
+        """Summarise the idle sessions with this pipeline's model and memory."""
+        return await self.sessions.summarize_idle(self.model, self.memory)
 
     # -- the turn ---------------------------------------------------------------
 
@@ -201,7 +139,9 @@ class ChatPipeline:
             soul = self._souls.soul(request.soul_id)
         if soul is None:
             raise ChatError(NO_SOUL_ERROR)
-        session = self._session(request, soul.soul_id)
+        session = self.sessions.open(
+            request.session_id, request.terminal_id, soul.soul_id, request.user_id
+        )
         session.add_turn("user", request.text)
         session.context.extend(request.context)
         session.last_user_at = self._clock()
@@ -246,18 +186,6 @@ class ChatPipeline:
             "exec_mode": snapshot.exec_mode.value,
             "exec_probability": snapshot.exec_probability,
         }
-
-    def _session(self, request: ChatRequest, soul_id: str) -> Session:
-        session = self.sessions.get(request.session_id)
-        if session is None or session.terminal_id != request.terminal_id:
-            session = self.sessions[request.session_id] = Session(
-                request.session_id, request.terminal_id, soul_id, request.user_id
-            )
-            while len(self.sessions) > MAX_SESSIONS:
-                del self.sessions[next(iter(self.sessions))]
-        session.soul_id = soul_id
-        self._on_dirty()
-        return session
 
     async def _route(self, turn: _Turn) -> None:
         terminal = self._registry.get(turn.request.terminal_id)
