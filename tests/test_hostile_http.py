@@ -138,7 +138,7 @@ async def test_hostile_timezones_are_400(client: Any, timezone: Any) -> None:
     body = {**VALID["/api/soul/v1/intents/filter"], "timezone": timezone}
     response = await client.post("/api/soul/v1/intents/filter", data=json.dumps(body))
     assert response.status == 400
-    message = (await response.json())["message"]
+    message = (await response.json())["error"]
     assert "timezone" in message or "surrogate" in message
 
 
@@ -176,5 +176,5 @@ async def test_a_lone_surrogate_never_reaches_a_registry(
     body = {"name": "Nova", "mbti_type": "INTJ", field: "bad\ud800"}
     response = await client.post("/api/soul/v1/souls", data=json.dumps(body))
     assert response.status == 400
-    assert "surrogate" in (await response.json())["message"]
+    assert "surrogate" in (await response.json())["error"]
     assert_stores_serialise(hass, init_integration)

@@ -106,7 +106,7 @@ async def test_invalid_requests_get_400_with_a_message(
     client = await hass_client()
     response = await client.post(URL, json=body)
     assert response.status == 400
-    assert message in (await response.json())["message"]
+    assert message in (await response.json())["error"]
 
 
 async def test_malformed_json_gets_400(
@@ -117,10 +117,10 @@ async def test_malformed_json_gets_400(
     client = await hass_client()
     response = await client.post(URL, data=b"{not json")
     assert response.status == 400
-    assert "not valid JSON" in (await response.json())["message"]
+    assert "not valid JSON" in (await response.json())["error"]
     response = await client.post(URL, data=b"x" * (600 * 1024))
     assert response.status == 413
-    assert "larger than" in (await response.json())["message"]
+    assert "larger than" in (await response.json())["error"]
 
 
 async def test_hostile_pattern_is_bounded_and_reported(

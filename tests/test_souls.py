@@ -232,7 +232,7 @@ async def test_http_errors(  # noqa: PLR0917
     client = await hass_client()
     response = await client.post(url, json=body)
     assert response.status == status
-    assert message in (await response.json())["message"]
+    assert message in (await response.json())["error"]
 
 
 async def test_http_bad_json_and_bad_terminal(
@@ -244,7 +244,7 @@ async def test_http_bad_json_and_bad_terminal(
     for url in (SOULS, SELECT, ANALYZE):
         response = await client.post(url, data=b"{nope")
         assert response.status == 400
-        assert "not valid JSON" in (await response.json())["message"]
+        assert "not valid JSON" in (await response.json())["error"]
     soul = await (
         await client.post(SOULS, json={"name": "A", "mbti_type": "ENFP"})
     ).json()
@@ -252,7 +252,7 @@ async def test_http_bad_json_and_bad_terminal(
         SELECT, json={"terminal_id": "bad/id", "soul_id": soul["soul_id"]}
     )
     assert response.status == 400
-    assert "invalid terminal_id" in (await response.json())["message"]
+    assert "invalid terminal_id" in (await response.json())["error"]
 
 
 async def test_http_needs_auth(

@@ -1,6 +1,7 @@
 """Soul's HTTP API under ``/api/soul/v1`` (Home Assistant authentication required).
 
-Every failure is a JSON answer with a documented code (docs/security.md):
+Every failure is a JSON answer ``{"error": message}`` (§4.3's shape, for
+every view) with a documented code (docs/security.md):
 400 for invalid input, 401 without a valid token (Home Assistant's), 403 for
 what only an administrator may do, for acting for another user, on another
 user's session or as a read-only user, 404 for an unknown soul, 413 for a
@@ -50,17 +51,15 @@ class _HttpError(Exception):
         self.status = status
 
 
-def _error(
-    message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST, key: str = "message"
-) -> web.Response:
-    return web.json_response({key: message}, status=status)
+def _error(message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST) -> web.Response:
+    return web.json_response({"error": message}, status=status)
 
 
 type _Handler = Callable[..., Awaitable[web.Response]]
 
 
-def _answers(key: str = "message") -> Callable[[_Handler], _Handler]:
-    """Turn the errors of a handler into JSON answers (``{key: message}``)."""
+def _answers() -> Callable[[_Handler], _Handler]:
+    """Turn the errors of a handler into JSON answers (``{"error": message}``)."""
 
     def decorate(handler: _Handler) -> _Handler:
         @wraps(handler)
@@ -70,11 +69,11 @@ def _answers(key: str = "message") -> Callable[[_Handler], _Handler]:
             try:
                 return await handler(view, request, *args)
             except _HttpError as err:
-                return _error(str(err), err.status, key)
+                return _error(str(err), err.status)
             except (AccessError, SessionOwnerError) as err:
-                return _error(str(err), HTTPStatus.FORBIDDEN, key)
+                return _error(str(err), HTTPStatus.FORBIDDEN)
             except (untrusted.UntrustedInputError, ValueError) as err:
-                return _error(str(err), HTTPStatus.BAD_REQUEST, key)
+                return _error(str(err), HTTPStatus.BAD_REQUEST)
 
         return answer
 
@@ -328,7 +327,7 @@ class ChatView(HomeAssistantView):
     name = "api:soul:chat"
     requires_auth = True
 
-    @_answers("error")
+    @_answers()
     async def post(self, request: web.Request) -> web.Response:
         """Run the turn."""
         principal = principal_of_request(request)
