@@ -179,8 +179,14 @@ async def test_listing_souls_shows_the_callers_own(
     assert "Dads" not in names
     response = await user.client.get(SOULS, params={"user_id": admin.user.id})
     assert response.status == 403
-    everything = await (await admin.client.get(SOULS)).json()
+    # An administrator lists its own too (§4.1: the user's souls) …
+    own = await (await admin.client.get(SOULS)).json()
+    assert "Dads" in {s["name"] for s in own["souls"]}
+    assert "Mine" not in {s["name"] for s in own["souls"]}
+    # … and every soul when it asks; a user may not.
+    everything = await (await admin.client.get(SOULS, params={"all": "true"})).json()
     assert {"Mine", "Dads"} <= {s["name"] for s in everything["souls"]}
+    assert (await user.client.get(SOULS, params={"all": "true"})).status == 403
 
 
 @pytest.mark.parametrize(

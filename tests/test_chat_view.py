@@ -11,6 +11,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
+    async_fire_mqtt_message,
     async_fire_time_changed,
 )
 from pytest_homeassistant_custom_component.typing import (
@@ -23,6 +24,7 @@ from custom_components.soul.core.chat_request import NO_SOUL_ERROR, TEXT_INPUT_E
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
 from custom_components.soul.helpers import find_device
 
+from .core.spec_payloads import skills as spec_skills
 from .test_terminals import T, announce
 
 URL = "/api/soul/v1/chat"
@@ -78,6 +80,17 @@ async def test_chat_errors(
     hass_client: ClientSessionGenerator,
 ) -> None:
     client = await hass_client()
+    # A body never seen and without a soul: said so, not "soul selection".
+    response = await client.post(URL, json=turn("开灯"))
+    assert response.status == 404
+    assert "unknown terminal_id 'terminal-001'" in (await response.json())["error"]
+    # A body that connected without a soul_hint: §4.3's error.
+    base = f"soul/terminal/{T}"
+    async_fire_mqtt_message(hass, f"{base}/online", "online")
+    async_fire_mqtt_message(
+        hass, f"{base}/skills", json.dumps(spec_skills(terminal_id=T, soul_hint=None))
+    )
+    await hass.async_block_till_done()
     response = await client.post(URL, json=turn("开灯"))
     assert response.status == 400
     assert (await response.json()) == {"error": NO_SOUL_ERROR}
@@ -161,3 +174,57 @@ async def test_the_broker_down_is_an_answer_not_a_500(
         else:
             raise AssertionError("invoke_skill reported success")
     assert "Traceback" not in caplog.text
+
+
+async def test_chat_binds_and_refuses_like_the_spec(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_client: ClientSessionGenerator,
+) -> None:
+    """soul_hint and soul_id on a terminal's first contact, and what contradicts."""
+    client = await hass_client()
+    hub = init_integration.runtime_data.souls
+    # soul_hint binds on first contact, exactly as a body's hint: a new soul.
+    response = await client.post(
+        URL, json=turn("你好", terminal_id="gateway-1", soul_hint="friendly")
+    )
+    assert response.status == 200
+    friendly = hub.soul_of("gateway-1")
+    assert friendly is not None and friendly.name == "friendly"
+    assert (await response.json())["soul_id"] == friendly.soul_id
+    # Only the first contact counts: a later hint on another unbound id that
+    # was already seen is ignored like a body's.
+    hub.first_connection("gateway-2", None)  # seen, without a hint
+    response = await client.post(
+        URL, json=turn("你好", terminal_id="gateway-2", soul_hint="friendly")
+    )
+    assert response.status == 404  # never connected, and no soul bound
+    # An unknown soul_id is a 404; another soul than the bound one a 409.
+    response = await client.post(
+        URL, json=turn("你好", terminal_id="gateway-1", soul_id="nobody")
+    )
+    assert response.status == 404
+    assert "unknown soul_id 'nobody'" in (await response.json())["error"]
+    other = (
+        await (
+            await client.post(
+                "/api/soul/v1/souls", json={"name": "Other", "mbti_type": "INTJ"}
+            )
+        ).json()
+    )["soul_id"]
+    response = await client.post(
+        URL, json=turn("你好", terminal_id="gateway-1", soul_id=other)
+    )
+    assert response.status == 409
+    assert "is bound to soul" in (await response.json())["error"]
+    assert hub.soul_of("gateway-1").soul_id == friendly.soul_id  # unchanged
+    # The bound soul's own id is fine; an unbound terminal takes the soul_id.
+    response = await client.post(
+        URL, json=turn("你好", terminal_id="gateway-1", soul_id=friendly.soul_id)
+    )
+    assert response.status == 200
+    response = await client.post(
+        URL, json=turn("你好", session_id="s3", terminal_id="gateway-3", soul_id=other)
+    )
+    assert response.status == 200
+    assert hub.soul_of("gateway-3").soul_id == other

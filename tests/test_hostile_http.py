@@ -27,7 +27,7 @@ from .hostile import (
 )
 from .test_terminals import T, announce
 
-DOCUMENTED = {200, 201, 400, 403, 404, 413, 503}
+DOCUMENTED = {200, 201, 400, 403, 404, 409, 413, 503}
 CATALOG = [
     {
         "id": "light",
@@ -40,7 +40,7 @@ VALID: dict[str, dict[str, Any]] = {
         "session_id": "s-1",
         "terminal_id": T,
         "user_id": None,
-        "soul_id": "x",
+        "soul_id": None,
         "inputs": [
             {"type": "keyboard_text", "text": "把灯调成绿色"},
             {"type": "sensor_state", "value": 1},

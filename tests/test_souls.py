@@ -181,6 +181,8 @@ async def test_http_souls(
     assert hass.states.get("sensor.bo_mood") is not None
 
     listing = await (await client.get(SOULS)).json()
+    assert {s["name"] for s in listing["souls"]} == {"Aria"}  # the caller's
+    listing = await (await client.get(SOULS, params={"all": "1"})).json()
     assert {s["name"] for s in listing["souls"]} == {"Aria", "Bo"}
     kid = await (await client.get(SOULS, params={"user_id": "kid"})).json()
     assert [s["soul_id"] for s in kid["souls"]] == [bo["soul_id"]]

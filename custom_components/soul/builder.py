@@ -35,6 +35,7 @@ from .helpers import entry_settings, now_timestamp, star_identity_reserved
 from .memory import async_create_memory
 from .models import SoulConfigEntry, SoulRuntime
 from .mqtt_bridge import MqttBridge
+from .souls import async_apply_soul_hint
 from .storage import DebouncedStore
 
 
@@ -112,6 +113,9 @@ async def async_create_runtime(
         ),
         on_dirty=sessions_store.schedule,
         on_auth_failed=lambda: entry.async_start_reauth(hass),
+        apply_hint=lambda terminal_id, hint: async_apply_soul_hint(
+            hass, entry, terminal_id, hint
+        ),
         on_no_model=lambda: ir.async_create_issue(
             hass,
             DOMAIN,

@@ -184,6 +184,39 @@ def async_start_souls(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     entry.async_on_unload(hub.subscribe(_event_forwarder(hass, entry)))
 
 
+@callback
+def async_apply_soul_hint(
+    hass: HomeAssistant, entry: SoulConfigEntry, terminal_id: str, hint: str | None
+) -> str | None:
+    """Apply a terminal's first ``soul_hint``; return the soul it bound, if any.
+
+    One rule for a body's ``skills`` and a chat request's ``soul_hint``: only a
+    terminal's first contact counts (``SoulHub.first_connection``), and it
+    picks an existing soul or creates one named after the hint.
+    """
+    hub = entry.runtime_data.souls
+    decision = hub.first_connection(terminal_id, hint)
+    if decision is None:
+        return None
+    try:
+        soul_id = decision.soul_id
+        if soul_id is None:
+            soul_id = async_add_soul(
+                hass, entry, name=decision.name or "", mbti=decision.mbti or ""
+            ).soul_id
+            LOGGER.info(
+                "Created soul %s (%s) for body %s from its soul_hint",
+                decision.name,
+                decision.mbti,
+                terminal_id,
+            )
+        hub.bind(terminal_id, soul_id)
+    except SoulError as err:
+        LOGGER.warning("Could not apply the soul_hint of %s: %s", terminal_id, err)
+        return None
+    return soul_id
+
+
 def _hint_listener(
     hass: HomeAssistant, entry: SoulConfigEntry
 ) -> Callable[[Terminal, Change], None]:
@@ -193,27 +226,9 @@ def _hint_listener(
     def changed(terminal: Terminal, change: Change) -> None:
         if change not in (Change.ADDED, Change.UPDATED) or terminal.skills is None:
             return
-        hub = entry.runtime_data.souls
-        decision = hub.first_connection(terminal.terminal_id, terminal.skills.soul_hint)
-        if decision is None:
-            return
-        try:
-            soul_id = decision.soul_id
-            if soul_id is None:
-                soul_id = async_add_soul(
-                    hass, entry, name=decision.name or "", mbti=decision.mbti or ""
-                ).soul_id
-                LOGGER.info(
-                    "Created soul %s (%s) for body %s from its soul_hint",
-                    decision.name,
-                    decision.mbti,
-                    terminal.terminal_id,
-                )
-            hub.bind(terminal.terminal_id, soul_id)
-        except SoulError as err:
-            LOGGER.warning(
-                "Could not apply the soul_hint of %s: %s", terminal.terminal_id, err
-            )
+        async_apply_soul_hint(
+            hass, entry, terminal.terminal_id, terminal.skills.soul_hint
+        )
 
     return changed
 

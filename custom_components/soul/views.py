@@ -4,8 +4,10 @@ Every failure is a JSON answer ``{"error": message}`` (§4.3's shape, for
 every view) with a documented code (docs/security.md):
 400 for invalid input, 401 without a valid token (Home Assistant's), 403 for
 what only an administrator may do, for acting for another user, on another
-user's session or as a read-only user, 404 for an unknown soul, 413 for a
-body over 512 KiB, 503 while Soul is not set up. Bodies are read whole
+user's session or as a read-only user, 404 for an unknown soul (or a chat
+on an unknown terminal without a soul), 409 for a chat whose ``soul_id`` is
+not the terminal's soul, 413 for a body over 512 KiB, 503 while Soul is not
+set up. Bodies are read whole
 up to the limit, decoded as strict UTF-8 JSON without lone surrogates and at
 most 32 levels deep; large ones are decoded in the executor.
 """
@@ -25,7 +27,7 @@ from homeassistant.util import dt as dt_util
 from .access import principal_of_request
 from .core import untrusted
 from .core.access import AccessError
-from .core.chat_request import ChatError, SessionOwnerError
+from .core.chat_request import ChatError
 from .core.emotion import analyze_emotion
 from .core.intent_filter import (
     IntentFilterError,
@@ -70,7 +72,7 @@ def _answers() -> Callable[[_Handler], _Handler]:
                 return await handler(view, request, *args)
             except _HttpError as err:
                 return _error(str(err), err.status)
-            except (AccessError, SessionOwnerError) as err:
+            except AccessError as err:
                 return _error(str(err), HTTPStatus.FORBIDDEN)
             except (untrusted.UntrustedInputError, ValueError) as err:
                 return _error(str(err), HTTPStatus.BAD_REQUEST)
@@ -178,8 +180,9 @@ class IntentFilterView(HomeAssistantView):
 class SoulsView(HomeAssistantView):
     """``GET /api/soul/v1/souls`` lists souls; ``POST`` creates one (§4.1).
 
-    ``GET`` lists the caller's souls and the shared ones (no owner); an
-    administrator sees all, or one user's with ``?user_id=``. ``POST`` is for
+    ``GET`` lists the caller's souls and the shared ones (no owner), as §4.1
+    says ("the user's souls"); an administrator may ask for another user's
+    with ``?user_id=`` or for every soul with ``?all=true``. ``POST`` is for
     administrators: ``name`` and ``mbti_type`` (and optionally ``persona`` and
     ``user_id``, which defaults to the caller); it answers 201 with the soul,
     a new subentry of the Soul hub.
@@ -199,10 +202,13 @@ class SoulsView(HomeAssistantView):
             request.query.get("user_id"), "user_id", max_length=MAX_ID
         )
         user_id = principal.acting_for(requested)
+        every = request.query.get("all", "").lower() in ("1", "true", "yes")
+        if every:
+            principal.require_admin("list every user's souls")
         souls = [
             soul_as_dict(hub, soul)
             for soul in hub.souls.values()
-            if (principal.is_admin and requested is None)
+            if every
             or soul.user_id == user_id
             or (soul.user_id is None and requested is None)
         ]
@@ -320,7 +326,8 @@ class ChatView(HomeAssistantView):
     The body is a §4.2.1 request; ``user_id`` is the caller (an administrator
     may name another user). A session belongs to its user. Refusals are
     ``{"error": …}``: 400 as in §4.3, 403 for another user's session or a
-    read-only caller.
+    read-only caller, 404 for an unknown ``soul_id`` or an unknown terminal
+    without a soul, 409 for a ``soul_id`` other than the terminal's soul.
     """
 
     url = "/api/soul/v1/chat"
@@ -340,10 +347,8 @@ class ChatView(HomeAssistantView):
         body["user_id"] = principal.acting_for(requested)
         try:
             response = await entry.runtime_data.chat.chat(body)
-        except SessionOwnerError:
-            raise
         except ChatError as err:
-            raise _HttpError(str(err)) from None
+            raise _HttpError(str(err), HTTPStatus(err.status)) from None
         return self.json(response)
 
 

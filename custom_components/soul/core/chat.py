@@ -42,6 +42,9 @@ from .chat_request import (
     ChatError,
     ChatRequest,
     SessionOwnerError,
+    SoulMismatchError,
+    UnknownSoulIdError,
+    UnknownTerminalError,
     parse_chat_request,
 )
 from .chat_tools import RECALL_SPEC, RECALL_TOOL, ChatModel, ExtraTools, tool_message
@@ -55,7 +58,7 @@ from .protocol import intent_action_payload, status_payload, utc_ts
 from .registry import TerminalRegistry
 from .session import Session
 from .sessions import Sessions
-from .souls import NoSoulError, SoulHub
+from .souls import NoSoulError, Soul, SoulHub
 from .topics import Kind, Publish, Topics, publish_to
 from .transcript import ReplyStream, Transcript
 
@@ -88,6 +91,7 @@ class ChatPipeline:
         on_dirty: Callable[[], None] = lambda: None,
         on_no_model: Callable[[], None] = lambda: None,
         on_auth_failed: Callable[[], None] = lambda: None,
+        apply_hint: Callable[[str, str], str | None] = lambda _t, _h: None,
     ) -> None:
         """Wire the pipeline to its collaborators (all injectable for tests)."""
         self._registry = registry
@@ -107,6 +111,8 @@ class ChatPipeline:
         self._on_no_model = on_no_model
         # The endpoint refused the key: the glue starts Home Assistant's reauth.
         self._on_auth_failed = on_auth_failed
+        # A chat request's soul_hint, applied as a body's (the glue may create a soul).
+        self._apply_hint = apply_hint
 
     async def summarize_idle(self) -> list[Session]:
         """Summarise the idle sessions with this pipeline's model and memory."""
@@ -133,12 +139,7 @@ class ChatPipeline:
             raise SessionOwnerError(
                 f"session {request.session_id!r} belongs to another user"
             )
-        soul = self._souls.soul_of(request.terminal_id)
-        if soul is None and request.soul_id and self._souls.soul(request.soul_id):
-            self._souls.bind(request.terminal_id, request.soul_id)
-            soul = self._souls.soul(request.soul_id)
-        if soul is None:
-            raise ChatError(NO_SOUL_ERROR)
+        soul = self._soul_for(request)
         session = self.sessions.open(
             request.session_id, request.terminal_id, soul.soul_id, request.user_id
         )
@@ -186,6 +187,44 @@ class ChatPipeline:
             "exec_mode": snapshot.exec_mode.value,
             "exec_probability": snapshot.exec_probability,
         }
+
+    def _soul_for(self, request: ChatRequest) -> Soul:
+        """Return the terminal's soul; bind one on first contact (§4.2.1).
+
+        ``soul_id`` binds an unbound terminal and must match a bound one;
+        ``soul_hint`` acts as a body's own hint (the terminal's first contact
+        only). Without either, an unbound terminal is refused: an unknown one
+        says so, a known one gets §4.3's ``NO_SOUL_ERROR``.
+        """
+        terminal_id = request.terminal_id
+        soul = self._souls.soul_of(terminal_id)
+        if request.soul_id is not None:
+            wanted = self._souls.soul(request.soul_id)
+            if wanted is None:
+                raise UnknownSoulIdError(f"unknown soul_id {request.soul_id!r}")
+            if soul is None:
+                self._souls.bind(terminal_id, wanted.soul_id)
+                return wanted
+            if soul.soul_id != wanted.soul_id:
+                raise SoulMismatchError(
+                    f"terminal {terminal_id!r} is bound to soul {soul.soul_id!r} "
+                    f"({soul.name}), not {request.soul_id!r}; bind it to another "
+                    "soul with POST /api/soul/v1/souls/select"
+                )
+        if (
+            soul is None
+            and request.soul_hint is not None
+            and (soul_id := self._apply_hint(terminal_id, request.soul_hint))
+        ):
+            soul = self._souls.soul(soul_id)
+        if soul is not None:
+            return soul
+        if self._registry.get(terminal_id) is None:
+            raise UnknownTerminalError(
+                f"unknown terminal_id {terminal_id!r}: no body with this id has "
+                "connected and no soul is bound to it"
+            )
+        raise ChatError(NO_SOUL_ERROR)
 
     async def _route(self, turn: _Turn) -> None:
         terminal = self._registry.get(turn.request.terminal_id)

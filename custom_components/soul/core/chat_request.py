@@ -31,11 +31,36 @@ MAX_CONTEXT_ITEM_BYTES = 4096  # one non-text input kept as context
 
 
 class ChatError(ValueError):
-    """A request the pipeline refuses; ``str()`` is the §4.3 ``error``."""
+    """A request the pipeline refuses; ``str()`` is the §4.3 ``error``.
+
+    ``status`` is the HTTP status of the refusal (400 unless a subclass says).
+    """
+
+    status = 400
 
 
 class SessionOwnerError(ChatError):
     """The session belongs to another user (HTTP 403)."""
+
+    status = 403
+
+
+class UnknownSoulIdError(ChatError):
+    """The request's ``soul_id`` names no soul (HTTP 404)."""
+
+    status = 404
+
+
+class UnknownTerminalError(ChatError):
+    """No body with this ``terminal_id`` is known and none is bound (HTTP 404)."""
+
+    status = 404
+
+
+class SoulMismatchError(ChatError):
+    """The request's ``soul_id`` is not the soul the terminal is bound to (409)."""
+
+    status = 409
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +72,8 @@ class ChatRequest:
     text: str
     user_id: str | None = None
     soul_id: str | None = None
-    # Inputs other than keyboard/speech text: kept as context, not used yet.
+    soul_hint: str | None = None
+    # Inputs other than keyboard/speech text: context for the model.
     context: tuple[dict[str, Any], ...] = ()
 
 
@@ -116,5 +142,6 @@ def parse_chat_request(body: Any) -> ChatRequest:
         text=text,
         user_id=_id(body, "user_id", required=False),
         soul_id=_id(body, "soul_id", required=False),
+        soul_hint=_id(body, "soul_hint", required=False),
         context=tuple(context),
     )
