@@ -2,13 +2,23 @@
 
 It covers what the broker lets one observe of the §6 checklist and the §7.4
 criteria: the retained ``online``, ``skills`` and ``intent_catalog`` snapshots
-(present, ``terminal_id`` equal to the topic's, valid structure, ``skill_version``
-> 0 and not going back), a heartbeat within ``--timeout``, a real ``invoke``
+(present, kept by Soul, ``terminal_id`` equal to the topic's, ``skill_version``
+and ``catalog_version`` > 0 and not going back), a heartbeat within
+``--timeout``, a real ``invoke`` (of a skill Soul keeps)
 answered by a well-formed ``result`` within 5 s (plus one for a skill that does
 not exist, which must fail with ``error``), and, with ``--wait-reconnect``, the
 report order ``online -> skills -> intent_catalog -> heartbeat`` on the terminal's
 next (re)connect. The order cannot be read from retained messages, so without
 ``--wait-reconnect`` those checks are skipped.
+
+The snapshots are judged by Soul itself: every message seen is fed, in order, to
+Soul's own terminal registry (``core.registry``: its parsers, schema checks and
+intent-catalog compiler), and what it logs is reported word for word. A skill
+Soul leaves out gets a failing ``skill:NAME`` row with Soul's log line, a
+catalog Soul drops fails ``intent_catalog_valid`` with Soul's log line, and each
+intent gets an ``intent:ID`` row saying what the compiler makes of it alone
+(Soul names only a catalog's first problem). Accepted skills say which Home
+Assistant entity they become.
 
 ``python -m devtools.body_check --terminal-id terminal-001`` (or
 ``scripts/body-check``) prints a pass/fail/skip table and exits with 1 when a check
@@ -19,10 +29,12 @@ failed. Note that the invoke check really runs a skill on the terminal
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+import contextlib
 from dataclasses import dataclass
 import itertools
 import json
+import logging
 import math
 import sys
 import threading
@@ -40,6 +52,10 @@ from paho.mqtt.client import (
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from custom_components.soul.core.protocol import IntentCatalogSnapshot, SkillsSnapshot
+from custom_components.soul.core.registry import Prepared, TerminalRegistry
+from custom_components.soul.core.skill_profiles import Profile, profile
+from custom_components.soul.core.topics import Kind
 from devtools.broker import add_broker_arguments
 
 REPORTS = ("online", "skills", "intent_catalog", "heartbeat")
@@ -62,6 +78,7 @@ CHECKS = (
     "intent_catalog_retained",
     "intent_catalog_terminal_id",
     "intent_catalog_valid",
+    "catalog_version",
     "heartbeat",
     "report_order",
     "reannounce",
@@ -73,6 +90,17 @@ CHECKS = (
     "emotion_update",
 )
 """Every check, in the order they are reported."""
+
+ITEM_ROWS = {"skill:": "skills_valid", "intent:": "intent_catalog_valid"}
+"""Rows per skill and per intent (``skill:NAME``), reported after these checks."""
+
+SOUL_LOGGER = "custom_components.soul"
+_ENTITIES = {
+    Profile.LIGHT: "a light",
+    Profile.BUTTON: "a button (a press sends {})",
+    Profile.SELECT: "a select",
+    None: "no entity (the soul.invoke_skill action and the device action)",
+}
 
 
 @dataclass
@@ -306,62 +334,126 @@ def choose_invoke(skills: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | 
     )
 
 
-# -- snapshot checks ---------------------------------------------------------------
+# -- Soul's verdict ------------------------------------------------------------------
 
 
-def skills_problems(payload: Any) -> list[str]:
-    """Return what is wrong with a ``skills`` payload (§3.3); empty when valid."""
-    if isinstance(payload, list):
-        return ["array form is for compatibility only; publish an object"]
-    if not isinstance(payload, dict):
-        return ["not a JSON object"]
-    skills = payload.get("skills")
-    if not isinstance(skills, list):
-        return ["'skills' must be an array"]
-    problems: list[str] = []
-    seen: set[str] = set()
-    for index, skill in enumerate(skills):
-        if not isinstance(skill, dict):
-            problems.append(f"skills[{index}] is not an object")
-            continue
-        name = skill.get("name")
-        if not isinstance(name, str) or not name:
-            problems.append(f"skills[{index}] has no name")
-            continue
-        if name in seen:
-            problems.append(f"duplicate skill name {name!r}")
-        seen.add(name)
-        schema = skill.get("input_schema")
-        if not isinstance(schema, dict) or schema.get("type") != "object":
-            problems.append(f"{name}: input_schema must be an object schema")
-        elif not isinstance(schema.get("properties", {}), dict):
-            problems.append(f"{name}: input_schema.properties must be an object")
-        elif not isinstance(schema.get("required", []), list):
-            problems.append(f"{name}: input_schema.required must be an array")
-    return problems
+class _SoulLog(logging.Handler):
+    """Collect the warnings Soul logs in the thread that made it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+        self._thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self._thread:
+            self.lines.append(record.getMessage())
 
 
-def catalog_problems(payload: Any) -> list[str]:
-    """Return what is wrong with an ``intent_catalog`` payload (§3.10)."""
-    if not isinstance(payload, dict):
-        return ["not a JSON object"]
-    problems: list[str] = []
-    version = payload.get("catalog_version")
-    if not _positive_int(version):
-        problems.append(f"catalog_version must be > 0 (got {version!r})")
-    intents = payload.get("intent_catalog")
-    if not isinstance(intents, list):
-        return [*problems, "'intent_catalog' must be an array"]
-    seen: set[str] = set()
-    for index, intent in enumerate(intents):
-        intent_id = intent.get("id") if isinstance(intent, dict) else None
-        if not isinstance(intent_id, str) or not intent_id:
-            problems.append(f"intent_catalog[{index}] has no id")
-        elif intent_id in seen:
-            problems.append(f"duplicate intent id {intent_id!r}")
+@contextlib.contextmanager
+def soul_log() -> Iterator[list[str]]:
+    """Return, once the block ends, the warnings Soul logged in it (this thread)."""
+    handler = _SoulLog()
+    logger = logging.getLogger(SOUL_LOGGER)
+    level = logger.level
+    if not logger.isEnabledFor(logging.WARNING):
+        logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+class SoulJudge:
+    """Soul's own terminal registry, fed every message the checker sees, in order.
+
+    What Soul logs about each message is what Soul would log, had it been
+    subscribed instead: the same parsers, schema checks, catalog compiler and
+    version rules (``core.registry.TerminalRegistry``), not a copy of them.
+    """
+
+    def __init__(self, terminal_id: str) -> None:
+        """Judge the messages of ``terminal_id``."""
+        self.terminal_id = terminal_id
+        self._registry = TerminalRegistry()
+        self._lines: list[list[str]] = []
+
+    def lines(self, messages: list[Observed]) -> list[list[str]]:
+        """Return Soul's log lines for each message (feeding the new ones first).
+
+        ``messages`` must extend the list of the previous call (the observer's
+        messages grow at the end).
+        """
+        for message in messages[len(self._lines) :]:
+            if message.kind not in REPORTS:
+                self._lines.append([])  # results are the invoker's business
+                continue
+            with soul_log() as logged:
+                self._registry.handle_message(
+                    Kind(message.kind), self.terminal_id, message.payload
+                )
+            self._lines.append(logged)
+        return self._lines
+
+    def lines_of(self, messages: list[Observed], message: Observed) -> list[str]:
+        """Return Soul's log lines for ``message``, one of ``messages``."""
+        lines = self.lines(messages)
+        return next(
+            (lines[index] for index, seen in enumerate(messages) if seen is message),
+            [],
+        )
+
+
+def soul_skills(terminal_id: str, payload: bytes) -> SkillsSnapshot | None:
+    """Return the skills Soul keeps of a ``skills`` payload, or None if it drops it."""
+    prepared = TerminalRegistry.prepare(Kind.SKILLS, terminal_id, payload)
+    snapshot = prepared.snapshot
+    return snapshot if isinstance(snapshot, SkillsSnapshot) else None
+
+
+def _skill_rows(snapshot: SkillsSnapshot, lines: list[str]) -> list[CheckResult]:
+    """Return a row per skill: kept (and its entity) or left out (Soul's line)."""
+    rows = [
+        _pass(
+            f"skill:{skill.name}",
+            f"accepted; Home Assistant: {_ENTITIES[profile(skill)]}",
+        )
+        for skill in snapshot.skills
+    ]
+    unused = list(lines)
+    for label, reason in snapshot.rejected:
+        line = next((line for line in unused if line.endswith(f": {reason}")), reason)
+        if line in unused:
+            unused.remove(line)
+        rows.append(_fail(f"skill:{label}", line))
+    return rows
+
+
+def _intent_rows(
+    terminal_id: str, payload: Any, catalog_dropped: bool
+) -> list[CheckResult]:
+    """Return a row per catalog entry: what Soul's compiler says of it alone."""
+    entries = payload.get("intent_catalog") if isinstance(payload, dict) else payload
+    if not isinstance(entries, list):
+        return []
+    rows = []
+    for index, entry in enumerate(entries):
+        intent_id = entry.get("id") if isinstance(entry, dict) else None
+        name = f"intent:{intent_id if isinstance(intent_id, str) else f'#{index}'}"
+        alone: Prepared = TerminalRegistry.prepare(
+            Kind.INTENT_CATALOG,
+            terminal_id,
+            json.dumps({"intent_catalog": [entry]}, ensure_ascii=False),
+        )
+        if alone.error is not None:
+            rows.append(_fail(name, alone.error))
+        elif catalog_dropped:
+            rows.append(_pass(name, "valid alone; dropped with the catalog"))
         else:
-            seen.add(intent_id)
-    return problems
+            rows.append(_pass(name, "accepted"))
+    return rows
 
 
 def _positive_int(value: Any) -> bool:
@@ -396,7 +488,10 @@ def _check_terminal_id(name: str, payload: Any, terminal_id: str) -> CheckResult
     return _pass(name, repr(found))
 
 
-def _check_skills(message: Observed | None, terminal_id: str) -> list[CheckResult]:
+def _check_skills(
+    message: Observed | None, terminal_id: str, lines: list[str]
+) -> list[CheckResult]:
+    """Check the retained ``skills``; ``lines`` are what Soul logged about it."""
     if message is None:
         reason = "no skills snapshot"
         return [
@@ -406,22 +501,38 @@ def _check_skills(message: Observed | None, terminal_id: str) -> list[CheckResul
             _skip("skill_version", reason),
         ]
     payload = message.json()
-    results = [_pass("skills_retained", f"{len(message.payload)} bytes")]
-    if payload is None:
-        return [
-            *results,
-            _fail("skills_terminal_id", "payload is not JSON"),
-            _fail("skills_valid", "payload is not JSON"),
-            _fail("skill_version", "payload is not JSON"),
-        ]
-    results.append(_check_terminal_id("skills_terminal_id", payload, terminal_id))
-    if problems := skills_problems(payload):
-        results.append(_fail("skills_valid", "; ".join(problems)))
-    else:
-        names = [skill["name"] for skill in payload["skills"]]
+    results = [
+        _pass("skills_retained", f"{len(message.payload)} bytes"),
+        _check_terminal_id("skills_terminal_id", payload, terminal_id)
+        if payload is not None
+        else _fail("skills_terminal_id", "payload is not JSON"),
+    ]
+    snapshot = soul_skills(terminal_id, message.payload)
+    rows = _skill_rows(snapshot, lines) if snapshot is not None else []
+    rejected = [row for row in rows if row.status == "fail"]
+    dropped = [line for line in lines if all(line != row.detail for row in rows)]
+    if snapshot is None or dropped:
+        results.append(_fail("skills_valid", "; ".join(dropped) or "dropped by Soul"))
+    elif rejected:
+        names = ", ".join(row.name.removeprefix("skill:") for row in rejected)
         results.append(
-            _pass("skills_valid", f"{len(names)} skills: {', '.join(names)}")
+            _fail(
+                "skills_valid",
+                f"Soul leaves out {len(rejected)} of {len(rows)} skills: {names}",
+            )
         )
+    else:
+        names = ", ".join(skill.name for skill in snapshot.skills)
+        results.append(_pass("skills_valid", f"Soul keeps {len(rows)} skills: {names}"))
+    results.extend(rows)
+    if isinstance(payload, list):
+        results.append(
+            _fail(
+                "skill_version",
+                "the array form carries none (compatibility only); publish an object",
+            )
+        )
+        return results
     version = payload.get("skill_version") if isinstance(payload, dict) else None
     if _positive_int(version):
         results.append(_pass("skill_version", str(version)))
@@ -430,13 +541,17 @@ def _check_skills(message: Observed | None, terminal_id: str) -> list[CheckResul
     return results
 
 
-def _check_catalog(message: Observed | None, terminal_id: str) -> list[CheckResult]:
+def _check_catalog(
+    message: Observed | None, terminal_id: str, lines: list[str]
+) -> list[CheckResult]:
+    """Check the retained ``intent_catalog``; ``lines`` are what Soul logged about it."""
     if message is None:
         reason = "no intent_catalog snapshot"
         return [
             _fail("intent_catalog_retained", "no retained 'intent_catalog'"),
             _skip("intent_catalog_terminal_id", reason),
             _skip("intent_catalog_valid", reason),
+            _skip("catalog_version", reason),
         ]
     payload = message.json()
     results = [_pass("intent_catalog_retained", f"{len(message.payload)} bytes")]
@@ -445,16 +560,30 @@ def _check_catalog(message: Observed | None, terminal_id: str) -> list[CheckResu
         if payload is not None
         else _fail("intent_catalog_terminal_id", "payload is not JSON")
     )
-    if problems := catalog_problems(payload):
-        results.append(_fail("intent_catalog_valid", "; ".join(problems)))
+    prepared = TerminalRegistry.prepare(
+        Kind.INTENT_CATALOG, terminal_id, message.payload
+    )
+    snapshot = prepared.snapshot
+    if lines or not isinstance(snapshot, IntentCatalogSnapshot):
+        results.append(
+            _fail(
+                "intent_catalog_valid",
+                "; ".join(lines) or prepared.error or "dropped by Soul",
+            )
+        )
     else:
         results.append(
             _pass(
                 "intent_catalog_valid",
-                f"catalog_version {payload['catalog_version']}, "
-                f"{len(payload['intent_catalog'])} intents",
+                f"Soul keeps {len(snapshot.intents)} intents",
             )
         )
+    results.extend(_intent_rows(terminal_id, payload, catalog_dropped=bool(lines)))
+    version = payload.get("catalog_version") if isinstance(payload, dict) else None
+    if _positive_int(version):
+        results.append(_pass("catalog_version", str(version)))
+    else:
+        results.append(_fail("catalog_version", f"must be > 0 (got {version!r})"))
     return results
 
 
@@ -467,10 +596,14 @@ def _is_online(message: Observed) -> bool:
 
 def _check_reconnect(
     observer: _Observer,
+    judge: SoulJudge,
     timeout: float,
     on_waiting: Callable[[], None] | None,
 ) -> list[CheckResult]:
-    """Wait for the terminal's next connect and check what it reports, in order."""
+    """Wait for the terminal's next connect and check what it reports, in order.
+
+    What it re-publishes must also be kept by Soul (``judge``).
+    """
     mark = len(observer.snapshot())
     if on_waiting is not None:
         on_waiting()
@@ -538,10 +671,19 @@ def _check_reconnect(
             detail += f"; missing {', '.join(missing)}"
         results.append(_fail("report_order", detail))
     missing = [kind for kind in ("skills", "intent_catalog") if kind not in sequence]
+    lines = judge.lines(messages)
+    dropped = [
+        line
+        for index in range(online_index, len(messages))
+        if messages[index].kind in ("skills", "intent_catalog")
+        for line in lines[index]
+    ]
     if missing:
         results.append(
             _fail("reannounce", f"not re-published on reconnect: {', '.join(missing)}")
         )
+    elif dropped:
+        results.append(_fail("reannounce", "re-published, but " + "; ".join(dropped)))
     else:
         results.append(_pass("reannounce", "skills and intent_catalog re-published"))
     if any(m.kind == "online" and m.live and not _is_online(m) for m in before):
@@ -630,15 +772,16 @@ def _evaluate_result(
 
 def _check_invoke(
     observer: _Observer,
-    skills_payload: Any,
+    skills: list[dict[str, Any]],
     invoke_timeout: float,
     skill: str | None,
     arguments: dict[str, Any] | None,
 ) -> list[CheckResult]:
-    """Invoke a real skill and an unknown one at once; check both results."""
-    choice = (
-        (skill, arguments or {}) if skill else choose_invoke(skill_list(skills_payload))
-    )
+    """Invoke a real skill and an unknown one at once; check both results.
+
+    ``skills`` are those to choose from when ``skill`` is not given.
+    """
+    choice = (skill, arguments or {}) if skill else choose_invoke(skills)
     requests: dict[str, tuple[str, str, dict[str, Any]]] = {}
     if choice is not None:
         requests["invoke_result"] = (f"body-check-{uuid.uuid4()}", *choice)
@@ -720,14 +863,26 @@ def run_checks(  # noqa: PLR0917  # the documented signature
         observer.wait(have_snapshots, min(timeout, RETAINED_WAIT))
         observer.end_retained_phase()
         messages = observer.snapshot()
+        judge = SoulJudge(terminal_id)
         skills = _last_retained(messages, "skills")
+        catalog = _last_retained(messages, "intent_catalog")
         results.append(_check_online(_last_retained(messages, "online")))
-        results.extend(_check_skills(skills, terminal_id))
         results.extend(
-            _check_catalog(_last_retained(messages, "intent_catalog"), terminal_id)
+            _check_skills(
+                skills,
+                terminal_id,
+                judge.lines_of(messages, skills) if skills else [],
+            )
+        )
+        results.extend(
+            _check_catalog(
+                catalog,
+                terminal_id,
+                judge.lines_of(messages, catalog) if catalog else [],
+            )
         )
         if wait_reconnect:
-            results.extend(_check_reconnect(observer, timeout, on_waiting))
+            results.extend(_check_reconnect(observer, judge, timeout, on_waiting))
         else:
             reason = "only observable on a live (re)connect; use --wait-reconnect"
             results.extend(
@@ -738,9 +893,16 @@ def run_checks(  # noqa: PLR0917  # the documented signature
                 ]
             )
         if invoke:
-            payload = skills.json() if skills else None
+            # Only a skill Soul keeps: Soul would never invoke the others.
+            kept = soul_skills(terminal_id, skills.payload) if skills else None
+            names = {s.name for s in kept.skills} if kept is not None else set()
+            candidates = [
+                s
+                for s in skill_list(skills.json() if skills else None)
+                if s.get("name") in names
+            ]
             results.extend(
-                _check_invoke(observer, payload, invoke_timeout, skill, arguments)
+                _check_invoke(observer, candidates, invoke_timeout, skill, arguments)
             )
         else:
             results.extend(
@@ -756,7 +918,15 @@ def run_checks(  # noqa: PLR0917  # the documented signature
         results.append(_skip("emotion_update", device_side))
     finally:
         observer.close()
-    return sorted(results, key=lambda result: CHECKS.index(result.name))
+    return sorted(results, key=_order)
+
+
+def _order(result: CheckResult) -> tuple[int, int]:
+    """Sort rows as CHECKS, each check's per-item rows (in their order) after it."""
+    for prefix, check in ITEM_ROWS.items():
+        if result.name.startswith(prefix):
+            return CHECKS.index(check), 1
+    return CHECKS.index(result.name), 0
 
 
 def format_table(results: list[CheckResult]) -> str:

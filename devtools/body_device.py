@@ -5,12 +5,19 @@ MQTT connection (connect, will, reports, heartbeat, reconnect) is
 :class:`devtools.body_mqtt.MqttTerminal`; this module is what the terminal does
 with what it receives:
 
-* ``invoke/{requestId}``: runs the skill (validated against its input schema) and
-  answers ``result/{requestId}``, after ``latency`` and failing at
-  ``failure_rate`` when asked to;
+* ``invoke/{requestId}``: runs the skill once its arguments pass the skill's
+  ``input_schema`` (checked with ``jsonschema``; otherwise ``ok: false`` with the
+  validation error) and answers ``result/{requestId}``, after ``latency`` and
+  failing at ``failure_rate`` when asked to;
 * ``intent_action``: runs ``intents[].normalized``, mapping the catalog's Chinese
-  slot values onto the skills' schemas;
-* ``emotion_update`` and ``status``: shown as an expression and logged.
+  slot values onto the skills' schemas, unless ``exec_mode`` is ``blocked``
+  (§3.8): then it runs nothing and shows the "暂缓执行" (deferred) notice;
+* ``emotion_update`` and ``status``: shown as an expression and logged; the
+  ``exec_mode`` of the last ``emotion_update`` gates ``intent_action``.
+
+Its skills are the example of §3.3, except that ``create_alarm`` states what it
+requires (§7.3: ``trigger_at`` or ``trigger_in_seconds``), so Soul offers no
+button for it that would always fail.
 
 Constructor options can break it on purpose (report order, terminal id, results
 without ``error``, no re-announce) so that conformance checks can be tested.
@@ -27,6 +34,9 @@ import threading
 import time
 from typing import Any
 
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import SchemaError, ValidationError
+
 from devtools.body_mqtt import REPORTS, MqttTerminal
 
 _LOGGER = logging.getLogger(__name__)
@@ -36,8 +46,11 @@ MODEL = "Soul body-sim"
 MANUFACTURER = "Soul"
 
 SIMULATED_FAILURE = "simulated failure"
+BLOCKED = "blocked"
+DEFERRED_NOTICE = "暂缓执行"
+"""What the body shows for an ``intent_action`` it defers (§3.8: exec_mode blocked)."""
 
-_SKILLS: dict[str, Any] = {
+SPEC_SKILLS: dict[str, Any] = {
     "terminal_id": "terminal-001",
     "soul_hint": "friendly",
     "skill_version": 3,
@@ -84,6 +97,29 @@ _SKILLS: dict[str, Any] = {
         },
     ],
 }
+"""The skills payload of §3.3, verbatim (tests hold Soul to it)."""
+
+_ALARM_PROPERTIES = SPEC_SKILLS["skills"][1]["input_schema"]["properties"]
+ALARM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": _ALARM_PROPERTIES,
+    # §7.3: an alarm needs trigger_at or trigger_in_seconds. Each branch
+    # repeats the properties: Home Assistant's schema converter for the tools
+    # Assist's model sees (voluptuous_openapi, up to 2026.9) reads only the
+    # branches of an anyOf, and fails on a branch without a type.
+    "anyOf": [
+        {"type": "object", "properties": _ALARM_PROPERTIES, "required": [name]}
+        for name in ("trigger_at", "trigger_in_seconds")
+    ],
+}
+"""``create_alarm``'s input_schema: the spec's, stating what it requires.
+
+The spec's schema requires nothing, so Soul would offer a button (a press
+sends ``{}``) that always fails.
+"""
+
+_SKILLS: dict[str, Any] = copy.deepcopy(SPEC_SKILLS)
+_SKILLS["skills"][1]["input_schema"] = copy.deepcopy(ALARM_SCHEMA)
 
 _CATALOG: dict[str, Any] = {
     "terminal_id": "terminal-001",
@@ -188,8 +224,19 @@ _EXPRESSIONS: dict[str, tuple[str, str, str | None, float]] = {
 }
 
 
+def spec_skills(terminal_id: str = "terminal-001") -> dict[str, Any]:
+    """Return the skills payload of spec §3.3, verbatim, for ``terminal_id``."""
+    skills = copy.deepcopy(SPEC_SKILLS)
+    skills["terminal_id"] = terminal_id
+    return skills
+
+
 def default_skills(terminal_id: str = "terminal-001") -> dict[str, Any]:
-    """Return the skills snapshot of spec §3.3 for ``terminal_id``, with device info."""
+    """Return body-sim's skills for ``terminal_id``, with device info.
+
+    They are the spec's (§3.3), except ``create_alarm``'s schema
+    (:data:`ALARM_SCHEMA`).
+    """
     skills = copy.deepcopy(_SKILLS)
     skills["terminal_id"] = terminal_id
     skills.update(model=MODEL, manufacturer=MANUFACTURER, firmware=FIRMWARE_VERSION)
@@ -211,61 +258,55 @@ def skill_list(snapshot: Any) -> list[dict[str, Any]]:
     return [skill for skill in skills if isinstance(skill, dict)]
 
 
-def _number_error(name: str, prop: dict[str, Any], value: Any) -> str | None:
-    kind = prop.get("type")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"invalid {name}: expected a {kind}, got {value!r}"
-    if kind == "integer" and not float(value).is_integer():
-        return f"invalid {name}: expected an integer, got {value!r}"
-    if "minimum" in prop and value < prop["minimum"]:
-        return f"invalid {name}: {value!r} is below the minimum {prop['minimum']}"
-    if "maximum" in prop and value > prop["maximum"]:
-        return f"invalid {name}: {value!r} is above the maximum {prop['maximum']}"
-    return None
+def _explain(error: ValidationError) -> str:
+    """Return one validation error as ``invalid {argument}: {why}``."""
+    where = "/".join(map(str, error.absolute_path)) or "arguments"
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        alternatives = dict.fromkeys(sub.message for sub in error.context)
+        return f"invalid {where}: {' or '.join(alternatives)}"
+    return f"invalid {where}: {error.message}"
 
 
-def _value_error(name: str, prop: dict[str, Any], value: Any) -> str | None:
-    if "enum" in prop and value not in prop["enum"]:
-        allowed = ", ".join(str(item) for item in prop["enum"])
-        return f"invalid {name}: {value!r} (expected one of {allowed})"
-    kind = prop.get("type")
-    if kind in ("number", "integer"):
-        return _number_error(name, prop, value)
-    types = {"string": str, "boolean": bool, "object": dict, "array": list}
-    if kind in types and not isinstance(value, types[kind]):
-        return f"invalid {name}: expected a {kind}, got {value!r}"
-    return None
+def validate_arguments(schema: Any, arguments: Any) -> str | None:
+    """Check ``arguments`` against a skill's input schema; return the error or None.
 
-
-def validate_arguments(schema: dict[str, Any], arguments: Any) -> str | None:
-    """Check ``arguments`` against a skill's input schema; return an error or None.
-
-    Minimal on purpose: required properties, ``enum``, ``type``, ``minimum`` and
-    ``maximum`` of top-level properties, and ``additionalProperties: false``.
+    The check is ``jsonschema``'s (the draft the schema names, else 2020-12).
+    The error names the argument and why, as §3.6 suggests (``invalid color:
+    'blue' is not one of ...``); an error about one argument is preferred to
+    an error about the whole object.
     """
-    if not isinstance(arguments, dict):
-        return "arguments must be an object"
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or []:
-        if name not in arguments:
-            return f"missing required argument: {name}"
-    for name, value in arguments.items():
-        prop = properties.get(name)
-        if prop is None:
-            if schema.get("additionalProperties") is False:
-                return f"unknown argument: {name}"
-            continue
-        if error := _value_error(name, prop, value):
-            return error
-    return None
+    if not isinstance(schema, dict):
+        return "invalid input_schema: not a JSON object"
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as err:
+        return f"invalid input_schema: {err.message}"
+    errors = list(cls(schema).iter_errors(arguments))
+    if not errors:
+        return None
+    return _explain(
+        min(
+            errors,
+            key=lambda e: (e.validator in ("anyOf", "oneOf"), -len(e.absolute_path)),
+        )
+    )
 
 
-def _coerce_slots(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+def _schema_of(spec: dict[str, Any]) -> Any:
+    """Return a skill's input_schema; none means no arguments (as Soul reads it)."""
+    schema = spec.get("input_schema")
+    return {"type": "object", "properties": {}} if schema is None else schema
+
+
+def _coerce_slots(schema: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """Turn numeric slot strings (regex captures) into numbers where the schema says so."""
-    properties = schema.get("properties") or {}
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    properties = properties if isinstance(properties, dict) else {}
     coerced = dict(arguments)
     for name, value in arguments.items():
-        kind = (properties.get(name) or {}).get("type")
+        prop = properties.get(name)
+        kind = prop.get("type") if isinstance(prop, dict) else None
         if kind in ("number", "integer") and isinstance(value, str):
             with contextlib.suppress(ValueError):
                 number = float(value)
@@ -298,8 +339,18 @@ class BodySim(MqttTerminal):
     Everything it receives and does is recorded (under ``lock``): ``invocations``
     (invoke payloads), ``results`` (published results), ``intent_actions``,
     ``emotion_updates``, ``statuses``, ``executions`` (every skill run, from invoke
-    or intent_action), and the device state ``light``, ``alarms``, ``head_motion``,
-    ``expression``. ``connections`` counts successful connects.
+    or intent_action), ``deferred`` (the intent_actions not run because
+    ``exec_mode`` was ``blocked``), and the device state ``light``, ``alarms``,
+    ``head_motion``, ``expression``, ``exec_mode`` (from the last
+    ``emotion_update``) and ``notice`` ("暂缓执行" after an action was deferred,
+    until an ``emotion_update`` is no longer blocked). ``connections`` counts
+    successful connects.
+
+    ``exec_mode`` gates ``intent_action`` only (an ``exec_mode`` in the
+    ``intent_action`` itself wins over the last ``emotion_update``'s). An
+    ``invoke`` always runs: Soul already refuses the model's tool calls while
+    blocked, and a command from Home Assistant (a light, a button, an action)
+    is the user's own.
     """
 
     def __init__(
@@ -378,6 +429,9 @@ class BodySim(MqttTerminal):
         self.alarms: list[dict[str, Any]] = []
         self.head_motion: dict[str, Any] | None = None
         self.expression: str | None = None
+        self.exec_mode: str | None = None
+        self.deferred: list[dict[str, Any]] = []
+        self.notice: str | None = None
         self._timers: set[threading.Timer] = set()
 
     @property
@@ -473,12 +527,11 @@ class BodySim(MqttTerminal):
         self, skill: Any, arguments: Any, *, source: str = "local"
     ) -> tuple[bool, str, str | None]:
         """Run a skill on the simulated hardware; return ``(ok, output, error)``."""
-        specs = {spec.get("name"): spec for spec in skill_list(self.skills)}
-        spec = specs.get(skill) if isinstance(skill, str) else None
+        spec = self._spec(skill)
         if spec is None:
             ok, error = False, f"unknown skill: {skill}"
         else:
-            error = validate_arguments(spec.get("input_schema") or {}, arguments)
+            error = validate_arguments(_schema_of(spec), arguments)
             if error is None:
                 handler = {
                     "control_light": self._control_light,
@@ -515,8 +568,6 @@ class BodySim(MqttTerminal):
         return None
 
     def _create_alarm(self, arguments: dict[str, Any]) -> str | None:
-        if "trigger_at" not in arguments and "trigger_in_seconds" not in arguments:
-            return "trigger_at or trigger_in_seconds is required"
         alarm = {"label": arguments.get("label", "闹钟"), **arguments}
         self.alarms.append(alarm)
         _LOGGER.info("Alarm: %s", alarm)
@@ -532,9 +583,34 @@ class BodySim(MqttTerminal):
 
     # -- intent_action / emotion_update --------------------------------------------------
 
+    def _spec(self, skill: Any) -> dict[str, Any] | None:
+        """Return the announced skill called ``skill`` (the first, like Soul)."""
+        if not isinstance(skill, str):
+            return None
+        return next(
+            (s for s in skill_list(self.skills) if s.get("name") == skill), None
+        )
+
     def _on_intent_action(self, payload: dict[str, Any]) -> None:
+        own = payload.get("exec_mode")
+        with self.lock:
+            mode = own if isinstance(own, str) else self.exec_mode
+        if mode == BLOCKED:
+            # §3.8: while blocked, show the deferred notice and do not act.
+            _LOGGER.info(
+                "%s: intent_action %s not executed (exec_mode blocked)",
+                DEFERRED_NOTICE,
+                payload.get("request_id"),
+            )
+
+            def defer() -> None:
+                self.intent_actions.append(payload)
+                self.deferred.append(payload)
+                self.notice = DEFERRED_NOTICE
+
+            self._record(defer)
+            return
         self._record(lambda: self.intent_actions.append(payload))
-        specs = {spec.get("name"): spec for spec in skill_list(self.skills)}
         intents = payload.get("intents")
         for intent in intents if isinstance(intents, list) else []:
             normalized = intent.get("normalized") if isinstance(intent, dict) else None
@@ -543,9 +619,9 @@ class BodySim(MqttTerminal):
                 continue
             skill = normalized.get("skill")
             arguments = {k: v for k, v in normalized.items() if k != "skill"}
-            spec = specs.get(skill) if isinstance(skill, str) else None
+            spec = self._spec(skill)
             if spec is not None:
-                arguments = _coerce_slots(spec.get("input_schema") or {}, arguments)
+                arguments = _coerce_slots(_schema_of(spec), arguments)
             if skill == "control_light":
                 arguments = _normalize_light(arguments)
             _LOGGER.info("Intent %s -> %s", intent.get("intent_id"), skill)
@@ -554,6 +630,11 @@ class BodySim(MqttTerminal):
     def _on_emotion_update(self, payload: dict[str, Any]) -> None:
         def update() -> None:
             self.emotion_updates.append(payload)
+            mode = payload.get("exec_mode")
+            if isinstance(mode, str):
+                self.exec_mode = mode
+                if mode != BLOCKED:
+                    self.notice = None
             user = payload.get("user_emotion")
             # A natural-decay tick only refreshes the PAD state; it is no user event.
             if payload.get("session_id") != "system_decay_tick" and isinstance(

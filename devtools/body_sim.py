@@ -5,9 +5,12 @@ It is an ordinary MQTT client (paho-mqtt 2.x) that:
 1. connects with a will ``{prefix}/terminal/{id}/online`` = ``offline`` (QoS 1, retained);
 2. on every (re)connect publishes ``online`` -> ``skills`` -> ``intent_catalog`` ->
    ``heartbeat``, then a heartbeat every ``--heartbeat`` seconds;
-3. executes ``invoke/{requestId}`` and answers ``result/{requestId}``;
-4. executes ``intent_action`` (``intents[].normalized``) and shows ``status`` and
-   ``emotion_update``.
+3. executes ``invoke/{requestId}`` once the arguments pass the skill's
+   ``input_schema`` (``jsonschema``) and answers ``result/{requestId}``
+   (``ok: false`` with the validation error otherwise);
+4. executes ``intent_action`` (``intents[].normalized``) unless ``exec_mode`` is
+   ``blocked`` (then it shows "暂缓执行" and runs nothing, §3.8), and shows
+   ``status`` and ``emotion_update``.
 
 Run it against a broker with ``python -m devtools.body_sim`` (or ``scripts/body-sim``),
 or in-process from tests through :class:`BodySim`. Constructor options can break it
@@ -29,6 +32,8 @@ import threading
 from typing import Any
 
 from devtools.body_device import (
+    BLOCKED,
+    DEFERRED_NOTICE,
     FIRMWARE_VERSION,
     MANUFACTURER,
     MODEL,
@@ -37,12 +42,15 @@ from devtools.body_device import (
     default_catalog,
     default_skills,
     skill_list,
+    spec_skills,
     validate_arguments,
 )
 from devtools.body_mqtt import REPORTS, SUBSCRIPTIONS
 from devtools.broker import add_broker_arguments
 
 __all__ = [
+    "BLOCKED",
+    "DEFERRED_NOTICE",
     "FIRMWARE_VERSION",
     "MANUFACTURER",
     "MODEL",
@@ -55,6 +63,7 @@ __all__ = [
     "default_skills",
     "main",
     "skill_list",
+    "spec_skills",
     "validate_arguments",
 ]
 

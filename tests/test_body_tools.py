@@ -11,7 +11,9 @@ id and clears the retained messages it leaves.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+import copy
 import json
+import logging
 import threading
 import time
 from typing import Any
@@ -26,9 +28,21 @@ from paho.mqtt.client import (
 )
 import pytest
 
+from custom_components.soul.compat import schema_from_json, schema_to_json
+from custom_components.soul.core.protocol import parse_skills
+from custom_components.soul.core.registry import TerminalRegistry
+from custom_components.soul.core.skill_profiles import Profile, profile
+from custom_components.soul.core.topics import Kind
 from devtools import body_check, body_sim
 from devtools.body_check import CheckResult, run_checks
-from devtools.body_sim import BodySim, default_catalog, default_skills
+from devtools.body_device import ALARM_SCHEMA
+from devtools.body_sim import (
+    DEFERRED_NOTICE,
+    BodySim,
+    default_catalog,
+    default_skills,
+    validate_arguments,
+)
 from devtools.broker import MqttBroker, free_port
 
 from .core.spec_payloads import SKILLS as SPEC_SKILLS
@@ -190,8 +204,11 @@ def test_reports_in_order_with_spec_payloads(
     assert online.payload == b"online"
     assert heartbeat.payload == b"1"
 
+    # The spec's skills, but create_alarm states what it requires.
+    spec_skills = copy.deepcopy(SPEC_SKILLS)
+    spec_skills["skills"][1]["input_schema"] = ALARM_SCHEMA
     expected_skills = {
-        **SPEC_SKILLS,
+        **spec_skills,
         "terminal_id": terminal_id,
         "model": "Soul body-sim",
         "manufacturer": "Soul",
@@ -411,6 +428,176 @@ def test_intent_action_status_and_emotion(
     assert body.head_motion == {"action": "点头", "duration_seconds": 1.0}
 
 
+def test_invoke_arguments_are_checked_with_jsonschema(
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    recorders: Callable[[str], Recorder],
+) -> None:
+    """Arguments that break the skill's schema get ok=false and jsonschema's reason."""
+    skills = default_skills(terminal_id)
+    skills["skills"].append(
+        {
+            "name": "say",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "maxLength": 5, "pattern": "^[a-z]+$"}
+                },
+                "required": ["text"],
+                "additionalProperties": False,
+            },
+        }
+    )
+    body = make_body(skills=skills).start()
+    rec = recorders(f"{PREFIX}/terminal/{terminal_id}/result/+")
+    refused = [
+        (
+            "create_alarm",
+            {"label": "起床"},
+            "invalid arguments: 'trigger_at' is a required property or "
+            "'trigger_in_seconds' is a required property",
+        ),
+        (
+            "create_alarm",
+            {"trigger_in_seconds": 0},
+            "invalid trigger_in_seconds: 0 is less than the minimum of 1",
+        ),
+        ("say", {"text": "toolong"}, "invalid text: 'toolong' is too long"),
+        ("say", {"text": "ABC"}, "invalid text: 'ABC' does not match '^[a-z]+$'"),
+        (
+            "say",
+            {"text": "hi", "loud": True},
+            "invalid arguments: Additional properties are not allowed "
+            "('loud' was unexpected)",
+        ),
+        ("control_light", "on", "invalid arguments: 'on' is not of type 'object'"),
+    ]
+    for skill, arguments, error in refused:
+        rid = invoke(rec, terminal_id, skill, arguments)
+        assert result_of(rec, terminal_id, rid)[0] == {
+            "request_id": rid,
+            "ok": False,
+            "output": f"{skill} failed",
+            "error": error,
+        }
+    assert body.alarms == []
+    for skill, arguments in [
+        ("create_alarm", {"trigger_at": "2026-02-23T07:00:00+08:00"}),
+        ("say", {"text": "hi"}),
+    ]:
+        rid = invoke(rec, terminal_id, skill, arguments)
+        assert result_of(rec, terminal_id, rid)[0]["ok"] is True
+    assert body.alarms == [{"label": "闹钟", "trigger_at": "2026-02-23T07:00:00+08:00"}]
+
+
+def test_validate_arguments() -> None:
+    """The body's own check: jsonschema, its draft, and a broken schema said so."""
+    assert validate_arguments(ALARM_SCHEMA, {"trigger_in_seconds": 30}) is None
+    assert validate_arguments(
+        {"type": "object", "properties": {"n": {"type": "integr"}}}, {}
+    ) == ("invalid input_schema: 'integr' is not valid under any of the given schemas")
+    assert validate_arguments(["not", "a", "schema"], {}) == (
+        "invalid input_schema: not a JSON object"
+    )
+    # A draft-07 schema is checked as draft-07 (items as a list is a tuple there).
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"pair": {"type": "array", "items": [{"type": "integer"}]}},
+    }
+    assert validate_arguments(draft7, {"pair": ["x"]}) == (
+        "invalid pair/0: 'x' is not of type 'integer'"
+    )
+
+
+def test_blocked_exec_mode_defers_intent_action(
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    recorders: Callable[[str], Recorder],
+) -> None:
+    """exec_mode blocked (§3.8): an intent_action runs nothing and shows 暂缓执行."""
+    body = make_body().start()
+    rec = recorders(f"{PREFIX}/terminal/{terminal_id}/result/+")
+    base = f"{PREFIX}/terminal/{terminal_id}"
+
+    def feel(mode: str) -> None:
+        count = len(body.emotion_updates)
+        rec.publish(
+            f"{base}/emotion_update",
+            {
+                "session_id": "system_decay_tick",
+                "terminal_id": terminal_id,
+                "user_emotion": {"emotion": "neutral", "intensity": 0},
+                "soul_emotion": {"p": -0.2, "a": 0.1, "d": 0.0},
+                "exec_probability": 0.3 if mode == "blocked" else 0.9,
+                "exec_mode": mode,
+            },
+        )
+        assert body.wait_for(lambda b: len(b.emotion_updates) > count)
+
+    def act(request_id: str, mode: str, **extra: Any) -> dict[str, Any]:
+        payload = {
+            "request_id": request_id,
+            "intents": [{"normalized": {"skill": "control_light", "mode": mode}}],
+            **extra,
+        }
+        rec.publish(f"{base}/intent_action", payload)
+        assert body.wait_for(lambda b: payload in b.intent_actions)
+        return payload
+
+    feel("blocked")
+    assert body.exec_mode == "blocked"
+    blocked = act("ia-1", "on")
+    assert body.deferred == [blocked]
+    assert body.executions == []
+    assert body.light["on"] is False
+    assert body.notice == DEFERRED_NOTICE
+
+    feel("auto_execute")  # the gate opens: the notice goes, actions run again
+    assert body.notice is None
+    act("ia-2", "on")
+    assert body.wait_for(lambda b: len(b.executions) == 1)
+    assert body.light["on"] is True
+
+    # An exec_mode in the intent_action itself wins over the last emotion_update.
+    own = act("ia-3", "off", exec_mode="blocked")
+    assert body.deferred == [blocked, own]
+    assert body.light["on"] is True
+    assert len(body.executions) == 1
+
+    # An invoke is not gated: it is Soul's or the user's explicit command.
+    feel("blocked")
+    rid = invoke(rec, terminal_id, "control_light", {"mode": "off"})
+    assert result_of(rec, terminal_id, rid)[0]["ok"] is True
+    assert body.light["on"] is False
+
+
+def test_sim_skills_map_to_entities_that_work() -> None:
+    """Soul keeps every sim skill; create_alarm needs an argument, so it is no button."""
+    snapshot = parse_skills("terminal-001", default_skills())
+    assert snapshot.rejected == ()
+    assert {s.name: profile(s) for s in snapshot.skills} == {
+        "control_light": Profile.LIGHT,
+        "create_alarm": None,  # a press would send {}, which always fails
+        "set_head_motion": Profile.SELECT,
+    }
+    alarm = snapshot.skill("create_alarm")
+    assert alarm is not None
+    assert alarm.argument_errors({}) != []
+    assert alarm.argument_errors({"trigger_in_seconds": 30, "label": "茶"}) == []
+    assert alarm.argument_errors({"trigger_at": "2026-02-23T07:00:00+08:00"}) == []
+    assert validate_arguments(ALARM_SCHEMA, {}) is not None
+    # The spec's create_alarm requires nothing, so Soul makes it a button.
+    spec_alarm = parse_skills("terminal-001", SPEC_SKILLS).skill("create_alarm")
+    assert spec_alarm is not None
+    assert profile(spec_alarm) is Profile.BUTTON
+    # Home Assistant's converter (the tool Assist's model sees) keeps the
+    # arguments: each anyOf branch has them all (a bare {"required": [...]}
+    # branch fails voluptuous_openapi, and Soul falls back to no arguments).
+    seen = json.dumps(schema_to_json(schema_from_json(ALARM_SCHEMA)))
+    assert all(name in seen for name in ("trigger_at", "trigger_in_seconds", "label"))
+
+
 def test_kill_sends_will_and_reconnects_reannounce(
     terminal_id: str,
     make_body: Callable[..., BodySim],
@@ -466,9 +653,31 @@ def test_check_passes_a_good_body(
         wait_reconnect=True,
         on_waiting=lambda: body.reconnect(wait=False),
     )
-    assert [r.name for r in results] == list(body_check.CHECKS)
-    assert by_status(results, "fail") == set()
+    checks = [r.name for r in results if r.name in body_check.CHECKS]
+    assert checks == list(body_check.CHECKS)
+    assert by_status(results, "fail") == set(), body_check.format_table(results)
     assert by_status(results, "skip") == {"intent_action", "emotion_update"}
+    # A row per skill after skills_valid, a row per intent after intent_catalog_valid.
+    names = [r.name for r in results]
+    at = names.index("skills_valid")
+    assert names[at + 1 : at + 4] == [
+        "skill:control_light",
+        "skill:create_alarm",
+        "skill:set_head_motion",
+    ]
+    at = names.index("intent_catalog_valid")
+    assert names[at + 1 : at + 4] == [
+        "intent:intent_light_control",
+        "intent:intent_alarm_create",
+        "intent:intent_head_motion",
+    ]
+    details = {r.name: r.detail for r in results}
+    assert details["skill:control_light"] == "accepted; Home Assistant: a light"
+    assert details["skill:create_alarm"].startswith(
+        "accepted; Home Assistant: no entity"
+    )
+    assert details["skill:set_head_motion"] == "accepted; Home Assistant: a select"
+    assert details["intent:intent_head_motion"] == "accepted"
 
     exit_code = body_check.main(
         [
@@ -492,10 +701,15 @@ def test_check_passes_a_good_body(
 @pytest.mark.parametrize(
     ("options", "wait_reconnect", "failing"),
     [
-        (
+        (  # Soul drops both snapshots, so nothing is invoked either
             {"wrong_terminal_id": True},
             False,
-            {"skills_terminal_id", "intent_catalog_terminal_id"},
+            {
+                "skills_terminal_id",
+                "skills_valid",
+                "intent_catalog_terminal_id",
+                "intent_catalog_valid",
+            },
         ),
         ({"result_without_error": True}, False, {"invoke_unknown_skill"}),
         ({"answer": False}, False, {"invoke_result", "invoke_unknown_skill"}),
@@ -544,18 +758,41 @@ def test_check_catches_broken_bodies(
     assert by_status(results, "fail") == failing, body_check.format_table(results)
 
 
+def soul_says(
+    caplog: pytest.LogCaptureFixture, kind: Kind, terminal_id: str, payload: Any
+) -> list[str]:
+    """Return the warnings Soul's own registry logs for one message of a body."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="custom_components.soul"):
+        TerminalRegistry().handle_message(
+            kind, terminal_id, json.dumps(payload, ensure_ascii=False)
+        )
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("custom_components.soul") and r.levelno >= logging.WARNING
+    ]
+
+
+def failures(results: list[CheckResult]) -> list[tuple[str, str]]:
+    """Return (name, detail) of the failing rows."""
+    return [(r.name, r.detail) for r in results if r.status == "fail"]
+
+
 def test_check_invalid_snapshots(
     mqtt_broker: MqttBroker,
     terminal_id: str,
     make_body: Callable[..., BodySim],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Duplicate names, non-object schemas and skill_version 0 are reported."""
+    """Skills Soul leaves out, a catalog it drops and versions 0 fail with Soul's words."""
     skills = {
         "terminal_id": terminal_id,
         "skill_version": 0,
         "skills": [
             {"name": "beep", "input_schema": {"type": "object"}},
-            {"name": "beep", "input_schema": {"type": "string"}},
+            {"name": "beep", "input_schema": {"type": "object"}},
+            {"name": "hum", "input_schema": {"type": "string"}},
         ],
     }
     catalog = {"terminal_id": terminal_id, "intent_catalog": {}}
@@ -563,13 +800,185 @@ def test_check_invalid_snapshots(
     results = run_checks(
         mqtt_broker.host, mqtt_broker.port, PREFIX, terminal_id, timeout=3
     )
-    failed = {r.name: r.detail for r in results if r.status == "fail"}
-    assert set(failed) == {"skills_valid", "skill_version", "intent_catalog_valid"}
-    assert "duplicate skill name 'beep'" in failed["skills_valid"]
-    assert "input_schema must be an object schema" in failed["skills_valid"]
-    assert "catalog_version" in failed["intent_catalog_valid"]
+    duplicate, not_object = soul_says(caplog, Kind.SKILLS, terminal_id, skills)
+    assert "duplicate skill name beep" in duplicate
+    assert "input_schema must describe an object" in not_object
+    [dropped] = soul_says(caplog, Kind.INTENT_CATALOG, terminal_id, catalog)
+    assert failures(results) == [
+        ("skills_valid", "Soul leaves out 2 of 3 skills: beep, hum"),
+        ("skill:beep", duplicate),
+        ("skill:hum", not_object),
+        ("skill_version", "must be > 0 (got 0)"),
+        ("intent_catalog_valid", dropped),
+        ("catalog_version", "must be > 0 (got None)"),
+    ]
+    assert dropped == (
+        f"Dropped intent_catalog of terminal {terminal_id}: "
+        "intent_catalog payload has no intent_catalog array"
+    )
+    # The first beep is kept, and it is what gets invoked.
+    assert ("skill:beep", "pass") in [(r.name, r.status) for r in results]
     invoked = next(r for r in results if r.name == "invoke_result")
     assert invoked.detail.startswith("beep {}: ok=true")
+
+
+def _with_skill(terminal_id: str, skill: dict[str, Any]) -> dict[str, Any]:
+    payload = default_skills(terminal_id)
+    payload["skills"].append(skill)
+    return payload
+
+
+def _with_intent(terminal_id: str, intent: dict[str, Any]) -> dict[str, Any]:
+    payload = default_catalog(terminal_id)
+    payload["intent_catalog"].append(intent)
+    return payload
+
+
+def _too_many_skills(terminal_id: str) -> dict[str, Any]:
+    payload = default_skills(terminal_id)
+    payload["skills"] = [
+        {"name": f"beep_{index}", "input_schema": {"type": "object"}}
+        for index in range(65)
+    ]
+    return payload
+
+
+BAD_SKILLS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "camel-case-skill-name": lambda tid: _with_skill(
+        tid, {"name": "setColor", "input_schema": {"type": "object"}}
+    ),
+    "invalid-json-schema": lambda tid: _with_skill(
+        tid,
+        {
+            "name": "beep",
+            "input_schema": {
+                "type": "object",
+                "properties": {"times": {"type": "integr"}},
+            },
+        },
+    ),
+    "schema-pattern-does-not-compile": lambda tid: _with_skill(
+        tid,
+        {
+            "name": "say",
+            "input_schema": {
+                "type": "object",
+                "properties": {"text": {"type": "string", "pattern": "(unclosed"}},
+            },
+        },
+    ),
+}
+BAD_CATALOGS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "unknown-match-key": lambda tid: _with_intent(
+        tid, {"id": "intent_beep", "match": {"keyword_any": ["beep"]}}
+    ),
+    "slot-regex-does-not-compile": lambda tid: _with_intent(
+        tid,
+        {
+            "id": "intent_beep",
+            "match": {"keywords_any": ["beep"]},
+            "slots": [{"name": "times", "regex": "([0-9]+"}],
+        },
+    ),
+    "match-regex-does-not-compile": lambda tid: _with_intent(
+        tid, {"id": "intent_beep", "match": {"regex_any": ["beep[0-"]}}
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("camel-case-skill-name", "skill:setColor"),
+        ("invalid-json-schema", "skill:beep"),
+        ("schema-pattern-does-not-compile", "skill:say"),
+        ("too-many-skills", None),
+        ("unknown-match-key", "intent:intent_beep"),
+        ("slot-regex-does-not-compile", "intent:intent_beep"),
+        ("match-regex-does-not-compile", "intent:intent_beep"),
+    ],
+)
+def test_check_judges_like_soul(
+    mqtt_broker: MqttBroker,
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+    caplog: pytest.LogCaptureFixture,
+    *,
+    name: str,
+    row: str | None,
+) -> None:
+    """What Soul drops fails, in the words Soul logs, and nothing else does."""
+    skills = (
+        _too_many_skills(terminal_id)
+        if name == "too-many-skills"
+        else BAD_SKILLS.get(name, default_skills)(terminal_id)
+    )
+    catalog = BAD_CATALOGS.get(name, default_catalog)(terminal_id)
+    make_body(skills=skills, catalog=catalog).start()
+    results = run_checks(
+        mqtt_broker.host,
+        mqtt_broker.port,
+        PREFIX,
+        terminal_id,
+        timeout=3,
+        invoke=False,
+    )
+    if name in BAD_CATALOGS:
+        assert soul_says(caplog, Kind.SKILLS, terminal_id, skills) == []
+        [line] = soul_says(caplog, Kind.INTENT_CATALOG, terminal_id, catalog)
+        [(_, reason)] = [f for f in failures(results) if f[0] == row]
+        assert failures(results) == [("intent_catalog_valid", line), (row, reason)]
+        # The intent alone gets the same words: it is the catalog's only problem.
+        assert line == f"Dropped intent_catalog of terminal {terminal_id}: {reason}"
+        others = {r.detail for r in results if r.name.startswith("intent:")} - {reason}
+        assert others == {"valid alone; dropped with the catalog"}
+    else:
+        assert soul_says(caplog, Kind.INTENT_CATALOG, terminal_id, catalog) == []
+        [line] = soul_says(caplog, Kind.SKILLS, terminal_id, skills)
+        if row is None:  # the whole snapshot is refused
+            assert failures(results) == [("skills_valid", line)]
+            assert line.startswith(f"Dropped skills of terminal {terminal_id}: ")
+        else:
+            assert failures(results) == [
+                ("skills_valid", f"Soul leaves out 1 of 4 skills: {row[6:]}"),
+                (row, line),
+            ]
+            assert line.startswith(
+                f"Terminal {terminal_id}: skill {row[6:]} rejected: "
+            )
+
+
+def test_check_judges_what_a_reconnect_reports(
+    mqtt_broker: MqttBroker,
+    terminal_id: str,
+    make_body: Callable[..., BodySim],
+) -> None:
+    """Re-published snapshots are judged by Soul too: a lower skill_version is ignored."""
+    body = make_body()
+    body.start()
+
+    def roll_back() -> None:
+        body.skills["skill_version"] = 2
+        body.reconnect(wait=False)
+
+    results = run_checks(
+        mqtt_broker.host,
+        mqtt_broker.port,
+        PREFIX,
+        terminal_id,
+        timeout=5,
+        wait_reconnect=True,
+        invoke=False,
+        on_waiting=roll_back,
+    )
+    assert failures(results) == [
+        (
+            "reannounce",
+            f"re-published, but Dropped skills of terminal {terminal_id}: "
+            "skill_version 2 would replace 3; ignored",
+        ),
+        ("skill_version_monotonic", "skill_version went back from 3 to 2"),
+    ]
 
 
 def test_check_without_terminal_or_broker(
@@ -624,11 +1033,6 @@ def test_example_arguments_and_choice() -> None:
     no_args = {"name": "beep", "input_schema": {"type": "object", "properties": {}}}
     assert body_check.choose_invoke([*skills, no_args]) == ("beep", {})
     assert body_check.choose_invoke([]) is None
-    assert body_check.skills_problems(default_skills()) == []
-    assert body_check.skills_problems(default_skills()["skills"]) == [
-        "array form is for compatibility only; publish an object"
-    ]
-    assert body_check.catalog_problems(default_catalog()) == []
 
 
 def test_command_lines() -> None:

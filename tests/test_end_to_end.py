@@ -147,7 +147,7 @@ async def test_silent_body_times_out(
                 await hass.services.async_call(
                     DOMAIN,
                     "invoke_skill",
-                    {"skill": "create_alarm"},
+                    {"skill": "create_alarm", "arguments": {"trigger_in_seconds": 60}},
                     target={"device_id": device.id},
                     blocking=True,
                     return_response=True,

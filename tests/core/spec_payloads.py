@@ -1,6 +1,7 @@
 """The spec's own example payloads (soul-body-protocol-v2 §3.3 and §3.10).
 
-They are the reference body's defaults; tests use them without its device info.
+The skills are ``devtools.body_sim.spec_skills`` (body-sim's own differ in
+``create_alarm``'s schema) and the catalog is the reference body's default.
 """
 
 from __future__ import annotations
@@ -8,13 +9,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from devtools.body_sim import default_catalog, default_skills
+from devtools.body_sim import default_catalog, spec_skills
 
-SKILLS: dict[str, Any] = {
-    k: v
-    for k, v in default_skills("terminal-001").items()
-    if k not in {"model", "manufacturer", "firmware"}
-}
+SKILLS: dict[str, Any] = spec_skills("terminal-001")
 CATALOG: dict[str, Any] = default_catalog("terminal-001")
 
 

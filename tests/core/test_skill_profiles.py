@@ -71,6 +71,30 @@ def test_light_rule(
 @pytest.mark.parametrize(
     ("schema", "expected"),
     [
+        (None, Profile.BUTTON),
+        ({"type": "object", "properties": {"label": {"type": "string"}}}, Profile.BUTTON),
+        # A press sends {}: a schema that refuses it would make a button that always fails.
+        (
+            {
+                "type": "object",
+                "properties": {"at": {"type": "string"}, "in": {"type": "number"}},
+                "anyOf": [{"required": ["at"]}, {"required": ["in"]}],
+            },
+            None,
+        ),
+        ({"type": "object", "minProperties": 1}, None),
+    ],
+)  # fmt: skip
+def test_button_rule(schema: dict[str, Any] | None, expected: Profile | None) -> None:
+    raw: dict[str, Any] = {"name": "beep"}
+    if schema is not None:
+        raw["input_schema"] = schema
+    assert profile(parse_skill(raw)) is expected
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
         ({"type": "integer"}, Brightness(1, 100, integer=True)),
         ({"type": "integer", "minimum": 0, "maximum": 255}, Brightness(1, 255, integer=True)),
         ({"type": "integer", "minimum": 10, "maximum": 20}, Brightness(10, 20, integer=True)),

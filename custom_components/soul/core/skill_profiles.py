@@ -4,7 +4,9 @@
    ``set_color``), an optional ``color`` string enum, an optional numeric
    ``brightness``, and no other required argument. The spec's
    ``control_light`` is one (on/off and three colours, no brightness).
-2. **Button**: no required arguments.
+2. **Button**: no required arguments, and ``{}`` (what a press sends) fits the
+   schema: one that needs an argument some other way (``anyOf`` of
+   ``required``) would make a button that always fails.
 3. **Select**: exactly one required argument, a string enum.
 4. Anything else is reached through the ``soul.invoke_skill`` action and the
    device actions.
@@ -196,7 +198,7 @@ def profile(skill: Skill) -> Profile | None:
     """Return the entity kind of ``skill`` by the rules above, first match wins."""
     if light_profile(skill) is not None:
         return Profile.LIGHT
-    if not skill.required:
+    if not skill.required and not skill.argument_errors({}):
         return Profile.BUTTON
     if select_profile(skill) is not None:
         return Profile.SELECT
