@@ -2,14 +2,18 @@
 
 Big, deep, invalid and poisoned frames through ``StarHub.receive`` on the loop
 and through the transport's threaded decode (``decode_frame``), an oversized
-frame, and a burst of small frames from one client. A helper module, not a
-benchmark.
+frame, batch frames (the longest single step of ``StarHub.receive_steps``:
+the transport yields between a batch's envelopes), and a burst of small
+frames from one client. A helper module, not a benchmark.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import gc
+import statistics
+import time
 from typing import Any
 
 from benchmarks.hostile_meter import (
@@ -94,11 +98,48 @@ def receive_decoded(
 
 
 async def pump_frame(hub: StarHub, agent: Connection, raw: str | bytes) -> None:
-    """Do what ``transport.pump`` does with one frame."""
+    """Do what ``transport.pump`` does with one frame (yielding inside a batch)."""
     decoded = None
     if len(raw) > untrusted.LOOP_JSON_BYTES:
         decoded = await asyncio.to_thread(decode_frame, raw, hub.max_message_bytes)
-    hub.receive(agent, raw, decoded=decoded)
+    for _ in hub.receive_steps(agent, raw, decoded=decoded, admitted=True):
+        await asyncio.sleep(0)
+
+
+def batch_of(count: int, size: int, unit: str) -> str:
+    """Return a batch of ``count`` envelopes of about ``size`` bytes in all.
+
+    Each envelope's payload is an array of ``unit``.
+    """
+    one = frame_of(unit, size // count - 1).decode()
+    return "[" + ",".join([one] * count) + "]"
+
+
+def worst_step(
+    meter: Meter, hub: StarHub, agent: Connection, raw: str, *, threaded: bool = False
+) -> float:
+    """Return the longest step of ``receive_steps`` in ms: one turn of the loop.
+
+    The median over the meter's rounds. ``threaded``: the frame was decoded
+    in a thread first, as the transport does above 64 KiB (not timed).
+    """
+    clock = time.perf_counter_ns
+    samples = []
+    for _ in range(meter.rounds):
+        decoded = decode_frame(raw, hub.max_message_bytes) if threaded else None
+        steps = hub.receive_steps(agent, raw, decoded=decoded, admitted=True)
+        gc.collect()
+        worst = 0
+        done = False
+        while not done:
+            start = clock()
+            try:
+                next(steps)
+            except StopIteration:
+                done = True
+            worst = max(worst, clock() - start)
+        samples.append(worst)
+    return statistics.median(samples) / 1e6
 
 
 async def star_frames(meter: Meter) -> list[Section]:
@@ -179,6 +220,39 @@ async def star_frames(meter: Meter) -> list[Section]:
             ),
             receive_decoded(meter, hub, agent, benign_big.decode()),
             "benign: receive(decoded=) of a valid 1 MiB frame",
+        )
+    )
+    big_batch = batch_of(100, limit, '"' + "x" * 1000 + '"')
+    small_batch = batch_of(100, LOOP, "0")
+    single = benign_big.decode()
+    section.rows.append(
+        Row(
+            "batch of 100 envelopes (string payloads): worst step",
+            size_label(len(big_batch)),
+            "loop",
+            worst_step(meter, hub, agent, big_batch, threaded=True),
+            receive_decoded(meter, hub, agent, single),
+            "decoded in a thread first; benign: one 1 MiB frame, receive(decoded=)",
+        )
+    )
+    section.rows.append(
+        Row(
+            "batch of 100 envelopes (string payloads): thread decode + steps",
+            size_label(len(big_batch)),
+            "stall",
+            await meter.stall(lambda: pump_frame(hub, agent, big_batch)),
+            await meter.stall(lambda: pump_frame(hub, agent, single)),
+            "benign: one 1 MiB frame",
+        )
+    )
+    section.rows.append(
+        Row(
+            "batch of 100 envelopes (integer arrays): worst step",
+            size_label(len(small_batch)),
+            "loop",
+            worst_step(meter, hub, agent, small_batch),
+            meter.loop(lambda: hub.receive(agent, small_benign)),
+            "decoded on the loop (64 KiB); benign: one 64 KiB frame",
         )
     )
     burst_hub, burst_agent, burst_peer = star()

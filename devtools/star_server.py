@@ -5,7 +5,14 @@ transport (``custom_components/soul/star.py``):
 
 - ``/api/soul/star/env/{env_id}`` — an environment;
 - ``/api/soul/star/env/{env_id}/agent/{agent_id}`` — an agent;
-- ``/api/soul/star/human/{human_id}`` — a human.
+- ``/api/soul/star/human/{human_id}`` — a human;
+
+and on the spec's own paths at its root (``/env/{env_id}``,
+``/env/{env_id}/agent/{agent_id}``, ``/human/{human_id}``), so clients
+written for the original Star hub connect unchanged (with ``tokens=None``,
+as the spec's authentication is optional). The hub serves at most
+``max_connections`` clients (``--max-connections``); one more is answered
+``CONNECTION_FAILED`` and closed with 1013.
 
 A client authenticates with one of the tokens given to the constructor, in an
 ``Authorization: Bearer`` header or — for browsers — in a first frame
@@ -23,14 +30,15 @@ client off; the hub's other closes go out after the frames already queued.
     ...  # clients connect to server.base_url
     await server.close()
 
-``python -m devtools.star_server`` runs it in the foreground.
+``python -m devtools.star_server [--max-connections N]`` runs it in the
+foreground.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 import contextlib
 import logging
 import secrets
@@ -41,21 +49,25 @@ from aiohttp import web
 from custom_components.soul.core.star.hub import (
     CLOSE_GOING_AWAY,
     HEARTBEAT_INTERVAL,
+    MAX_CONNECTIONS,
     StarHub,
 )
 from custom_components.soul.core.star.transport import (
     AUTH_TIMEOUT,
     CLOSE_TIMEOUT,
+    PATHS,
     SEND_QUEUE,
     frame_auth,
     identity_from,
     pump,
+    websocket,
 )
 from devtools.serve import serve
 
 _LOGGER = logging.getLogger(__name__)
 
 PREFIX = "/api/soul/star"
+PREFIXES = (PREFIX, "")  # Home Assistant's, and the spec's own paths at the root
 
 
 class StarServer:
@@ -94,9 +106,9 @@ class StarServer:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen on host:port (0 picks a free port) and return ``base_url``."""
         app = web.Application()
-        app.router.add_get(f"{PREFIX}/env/{{env_id}}", self._serve)
-        app.router.add_get(f"{PREFIX}/env/{{env_id}}/agent/{{agent_id}}", self._serve)
-        app.router.add_get(f"{PREFIX}/human/{{human_id}}", self._serve)
+        for prefix in PREFIXES:
+            for path in PATHS.values():
+                app.router.add_get(prefix + path, self._serve)
         self._runner, self.port = await serve(app, host, port)
         if self.tick_interval:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
@@ -144,15 +156,13 @@ class StarServer:
         try:
             identity = identity_from(request.match_info)
         except ValueError as err:
-            return web.json_response({"message": str(err)}, status=400)
+            return web.json_response({"error": str(err)}, status=400)
         header = request.headers.get("Authorization", "")
         authenticated = self.tokens is None or (
             header.startswith("Bearer ")
             and self._valid_token(header.removeprefix("Bearer ").strip())
         )
-        ws = web.WebSocketResponse(
-            max_msg_size=2 * self.hub.max_message_bytes, heartbeat=None
-        )
+        ws = websocket(self.hub)
         await ws.prepare(request)
         handler = asyncio.current_task()
         assert handler is not None
@@ -185,9 +195,16 @@ class StarServer:
 
 
 async def _main(args: argparse.Namespace) -> None:
-    server = StarServer(tokens=args.token or None)
+    server = StarServer(
+        tokens=args.token or None, hub=StarHub(max_connections=args.max_connections)
+    )
     await server.start(args.host, args.port)
-    print(f"Star hub on ws://{args.host}:{server.port}{PREFIX}", flush=True)
+    print(
+        f"Star hub on ws://{args.host}:{server.port}{PREFIX}"
+        f" and ws://{args.host}:{server.port} (the spec's paths),"
+        f" at most {args.max_connections} clients",
+        flush=True,
+    )
     if args.token:
         print("Tokens:", ", ".join(args.token), flush=True)
     else:
@@ -198,15 +215,28 @@ async def _main(args: argparse.Namespace) -> None:
         await server.close()
 
 
-def main() -> None:
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     """Run the hub in the foreground until interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=8765, help="0 picks a free one")
     parser.add_argument(
         "--token", action="append", help="an accepted token (repeatable)"
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=MAX_CONNECTIONS,
+        help=f"clients served at once; more are refused (default {MAX_CONNECTIONS})",
+    )
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_main(args))

@@ -411,3 +411,167 @@ async def test_heartbeat_tick_runs_in_the_loop(
     beat = json.loads((await world.receive(timeout=5)).data)
     assert beat["type"] == "heartbeat"
     assert not [r for r in caplog.records if r.levelno >= 40], caplog.text
+
+
+# -- interop (issue 15): the spec's paths, INVALID_CLIENT_TYPE, batches, the cap --
+
+
+async def test_the_spec_paths_live_below_the_hub_prefix(
+    hass_client_no_auth: ClientSessionGenerator,
+    init_integration: MockConfigEntry,
+    hass_access_token: str,
+) -> None:
+    """An original client given ``BASE`` as its hub URL builds the spec's paths.
+
+    Home Assistant's root URL space is not Soul's: ``/env/…`` is not registered.
+    """
+    client = await hass_client_no_auth()
+    header = {"Authorization": f"Bearer {hass_access_token}"}
+    server_url = BASE  # what the user gives the client as the hub's address
+    world = await client.ws_connect(f"{server_url}/env/demo_world", headers=header)
+    agent = await client.ws_connect(
+        f"{server_url}/env/demo_world/agent/agent_001", headers=header
+    )
+    human = await client.ws_connect(f"{server_url}/human/human_01", headers=header)
+    for ws in (world, agent, human):
+        assert (await ws.receive_json(timeout=5))["type"] == "heartbeat"
+    await agent.send_json(
+        envelope(
+            ("agent_001", "agent"),
+            ("demo_world", "environment"),
+            {"type": "action", "action": "move", "id": "a1"},
+        )
+    )
+    assert (await receive(world))["payload"]["action"] == "move"
+    for ws in (world, agent, human):
+        await ws.close()
+    for path in ("/env/demo_world", "/env/demo_world/agent/agent_001", "/human/h_1"):
+        with pytest.raises(WSServerHandshakeError) as refused:
+            await client.ws_connect(path, headers=header)
+        assert refused.value.status == 404, path
+    response = await client.get(BASE + "/env/x", headers=header)
+    assert response.status == 400
+    assert (await response.json()).keys() == {"error"}  # every view's error shape
+
+
+async def test_invalid_client_type(clients: Clients) -> None:
+    alice = await clients.connect("/env/world1/agent/alice")
+    await alice.send_json(
+        envelope(("alice", "agent"), ("world1", "world"), {}, message_id="m1")
+    )
+    error = await receive(alice)
+    assert error["payload"]["error_code"] == "INVALID_CLIENT_TYPE"
+    assert error["payload"]["details"]["original_message_id"] == "m1"
+    assert error["payload"]["details"]["validation_errors"]
+    await alice.send_json(
+        envelope(("alice", "agent"), ("world1", "environment"), {}, message_id="m2")
+    )
+    assert (await receive(alice))["payload"]["error_code"] == "RECIPIENT_NOT_FOUND"
+
+
+async def test_batch_frames(
+    hass: HomeAssistant, clients: Clients, init_integration: MockConfigEntry
+) -> None:
+    """A batch reaches clients and a soul; each envelope is answered on its own."""
+    announce(hass)
+    await hass.async_block_till_done()
+    soul = f"soul_{init_integration.runtime_data.souls.soul_of(T).soul_id}"
+    world = await clients.connect("/env/world1")
+    human = await clients.connect("/human/dad01")
+    me = ("dad01", "human")
+    chat = {
+        "type": "action",
+        "action": "chat",
+        "id": "c1",
+        "parameters": {"text": "把灯调成绿色", "user_id": "dad"},
+    }
+    batch = [
+        envelope(me, ("world1", "environment"), {"type": "event", "id": "e1"}),
+        envelope(me, ("ghost_1", "agent"), {"type": "event"}, message_id="m1"),
+        envelope(me, (soul, "agent"), chat),
+        envelope(me, ("world1", "nowhere"), {}, message_id="m3"),
+    ]
+    await human.send_json(batch)
+    assert (await receive(world))["payload"]["id"] == "e1"
+    answers = [await receive(human, timeout=10) for _ in range(3)]
+    errors = [a for a in answers if a["type"] == "error"]
+    assert [
+        (e["payload"]["error_code"], e["payload"]["details"]["batch_index"])
+        for e in errors
+    ] == [("RECIPIENT_NOT_FOUND", 1), ("INVALID_CLIENT_TYPE", 3)]
+    [outcome] = [a for a in answers if a["type"] == "message"]
+    assert outcome["sender"]["id"] == soul
+    assert outcome["payload"]["outcome"]["status"] == "success"
+    await human.send_json([])
+    assert (await receive(human))["payload"]["error_code"] == "VALIDATION_ERROR"
+
+
+async def test_the_connection_cap(
+    hass: HomeAssistant,
+    clients: Clients,
+    init_integration: MockConfigEntry,
+    hass_client_no_auth: ClientSessionGenerator,
+    hass_access_token: str,
+) -> None:
+    """One client more than the cap: CONNECTION_FAILED and 1013, whatever the auth."""
+    from custom_components.soul.core.star.hub import MAX_CONNECTIONS
+
+    hub = init_integration.runtime_data.star
+    assert hub.max_connections == MAX_CONNECTIONS
+    announce(hass)  # a soul: an in-process agent, not counted
+    await hass.async_block_till_done()
+    hub.max_connections = 2
+    world = await clients.connect("/env/world1")
+    await clients.connect("/env/world1/agent/alice")
+    client = await hass_client_no_auth()
+    header = {"Authorization": f"Bearer {hass_access_token}"}
+    ws = await client.ws_connect(BASE + "/human/dad01", headers=header)
+    refusal = await ws.receive_json(timeout=5)
+    assert refusal["payload"]["error_code"] == "CONNECTION_FAILED"
+    assert "full" in refusal["payload"]["message"]
+    assert (await ws.receive(timeout=5)).type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    assert ws.close_code == 1013
+    ws = await client.ws_connect(BASE + "/human/dad01")  # first-frame auth
+    await ws.send_json({"type": "auth", "access_token": hass_access_token})
+    assert (await ws.receive_json(timeout=5))["type"] == "auth_ok"
+    assert (await ws.receive_json(timeout=5))["payload"]["error_code"] == (
+        "CONNECTION_FAILED"
+    )
+    assert (await ws.receive(timeout=5)).type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    # Taking over one's own identity is not refused; a free place is taken.
+    await clients.connect("/env/world1/agent/alice")
+    await world.close()
+    for _ in range(50):
+        if hub.counts()["environment"] == 0:
+            break
+        await asyncio.sleep(0.02)
+    await clients.connect("/human/dad01")
+    assert hub.stats.refused_full == 2
+
+
+async def test_websocket_pings_count_as_traffic(
+    clients: Clients,
+    init_integration: MockConfigEntry,
+    hass_client_no_auth: ClientSessionGenerator,
+    hass_access_token: str,
+) -> None:
+    """A client whose library pings stays connected without sending envelopes."""
+    hub = init_integration.runtime_data.star
+    client = await hass_client_no_auth()
+    pinger = await client.ws_connect(BASE + "/env/world1", autoping=False)
+    await pinger.ping(b"before auth")
+    assert (await pinger.receive(timeout=5)).type is WSMsgType.PONG
+    await pinger.send_json({"type": "auth", "access_token": hass_access_token})
+    assert (await pinger.receive_json(timeout=5))["type"] == "auth_ok"
+    assert (await pinger.receive_json(timeout=5))["type"] == "heartbeat"
+    mute = await clients.connect("/env/world1/agent/mute1")
+    hub.idle_timeout = 0.2
+    await asyncio.sleep(0.3)
+    await pinger.ping(b"alive")
+    assert (await pinger.receive(timeout=5)).type is WSMsgType.PONG
+    hub.tick()
+    while (closing := await mute.receive(timeout=5)).type is WSMsgType.TEXT:
+        pass
+    assert closing.type in (WSMsgType.CLOSE, WSMsgType.CLOSED)
+    assert [c.identity.client_id for c in hub.connections()] == ["world1"]
+    await pinger.close()

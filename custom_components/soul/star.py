@@ -6,6 +6,11 @@ Endpoints (Home Assistant's HTTP server):
 - ``/api/soul/star/env/{env_id}/agent/{agent_id}`` — an agent;
 - ``/api/soul/star/human/{human_id}`` — a human.
 
+These are the spec's paths (``transport.PATHS``) below ``/api/soul/star``: a
+client written for the original Star hub connects with the base URL
+``ws://HOST:8123/api/soul/star``. They are not registered at the root of Home
+Assistant's URL space, which belongs to Home Assistant (docs/decisions.md).
+
 A client authenticates with a Home Assistant access token, in an
 ``Authorization: Bearer`` header or — for browsers — in a first frame
 ``{"type": "auth", "access_token": …}`` (answered ``auth_ok`` or
@@ -47,12 +52,20 @@ from .core import untrusted
 from .core.access import AccessError, Principal
 from .core.chat_request import MAX_TEXT, ChatError, SessionOwnerError
 from .core.star.hub import HEARTBEAT_INTERVAL, Connection, Identity, IdentityError
-from .core.star.transport import SEND_QUEUE, frame_auth, identity_from, pump
+from .core.star.transport import (
+    PATHS,
+    SEND_QUEUE,
+    frame_auth,
+    identity_from,
+    pump,
+    websocket,
+)
 from .helpers import HOME_ENV, find_loaded_entry, signal_souls_changed, soul_agent_id
 from .models import SoulConfigEntry
 
 MAX_EVENT_NOTE_BYTES = 4096  # an event kept in a session's context
 MAX_CHATS_PER_SOUL = 4  # chat actions one soul agent runs at once
+PREFIX = "/api/soul/star"  # the hub's base URL; the spec's paths follow
 
 
 class _StarView(HomeAssistantView):
@@ -65,14 +78,14 @@ class _StarView(HomeAssistantView):
         try:
             identity = identity_from(ids)
         except ValueError as err:
-            return web.json_response({"message": str(err)}, status=400)
+            return web.json_response({"error": str(err)}, status=400)
         hass: HomeAssistant = request.app[KEY_HASS]
         if (entry := find_loaded_entry(hass)) is None:
-            return web.json_response({"message": "Soul is not set up"}, status=503)
+            return web.json_response({"error": "Soul is not set up"}, status=503)
         hub = entry.runtime_data.star
         if hub.reserved(identity):
             return web.json_response(
-                {"message": f"{identity.client_id!r} is reserved for Soul"},
+                {"error": f"{identity.client_id!r} is reserved for Soul"},
                 status=403,
             )
         principal: Principal | None = None
@@ -86,10 +99,8 @@ class _StarView(HomeAssistantView):
             try:
                 await _async_check_identity(hass, entry, identity, principal)
             except IdentityError as err:
-                return web.json_response({"message": str(err)}, status=403)
-        ws = web.WebSocketResponse(
-            max_msg_size=2 * hub.max_message_bytes, heartbeat=None
-        )
+                return web.json_response({"error": str(err)}, status=403)
+        ws = websocket(hub)
         await ws.prepare(request)
         if principal is None:
             principal = await frame_auth(ws, lambda token: _principal(hass, token))
@@ -135,21 +146,21 @@ def _principal(hass: HomeAssistant, token: Any) -> Principal | None:
 class StarEnvironmentView(_StarView):
     """``/api/soul/star/env/{env_id}``: an environment."""
 
-    url = "/api/soul/star/env/{env_id}"
+    url = PREFIX + PATHS["environment"]
     name = "api:soul:star:env"
 
 
 class StarAgentView(_StarView):
     """``/api/soul/star/env/{env_id}/agent/{agent_id}``: an agent."""
 
-    url = "/api/soul/star/env/{env_id}/agent/{agent_id}"
+    url = PREFIX + PATHS["agent"]
     name = "api:soul:star:agent"
 
 
 class StarHumanView(_StarView):
     """``/api/soul/star/human/{human_id}``: a human."""
 
-    url = "/api/soul/star/human/{human_id}"
+    url = PREFIX + PATHS["human"]
     name = "api:soul:star:human"
 
 

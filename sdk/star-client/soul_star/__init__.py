@@ -8,6 +8,7 @@ The whole API lives in ``soul_star.client`` and is re-exported here::
 from .client import (
     CLIENT_TYPES,
     HUB_ID,
+    MAX_BATCH,
     PATH_PREFIX,
     AgentClient,
     Envelope,
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CLIENT_TYPES",
     "HUB_ID",
+    "MAX_BATCH",
     "PATH_PREFIX",
     "AgentClient",
     "Envelope",

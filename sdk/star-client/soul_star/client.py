@@ -5,9 +5,10 @@ Assistant, or ``devtools.star_server`` in the Soul repository), authenticated
 with a token in a Bearer header (or, with ``auth="frame"``, a first ``auth``
 frame). It counts as connected once the hub greets it with a heartbeat, keeps
 the connection up — reconnecting with capped exponential backoff when it
-drops, but not after the hub refused the token or another connection took over
-its identity — answers the hub's heartbeats, and turns the envelopes it
-receives into calls::
+drops or the hub is full (``CONNECTION_FAILED``), but not after the hub
+refused the token or the identity or another connection took over its
+identity — answers the hub's heartbeats, and turns the envelopes it receives
+into calls::
 
     agent = AgentClient("ws://127.0.0.1:8123", "agent_001", "demo_world", token=t)
     await agent.connect()
@@ -23,7 +24,9 @@ raises ``StarHubError`` there, and no outcome in time raises
 ``StarTimeoutError`` (a ``TimeoutError``). Other errors go to ``on_error``
 handlers (or the log). ``on_action`` handlers return the outcome dict
 (``status``, ``message``, ``data``), which is sent back to the action's sender.
-Handlers may be plain functions or coroutines. The SDK carries messages; what
+Handlers may be plain functions or coroutines. ``send_batch`` sends up to
+``MAX_BATCH`` envelopes in one frame (the spec's batch messages; the hub
+handles each as if sent alone). The SDK carries messages; what
 they mean is the business layer's (``devtools/star_demo.py`` in the Soul
 repository is an example).
 
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,6 +60,8 @@ _LOGGER = logging.getLogger(__name__)
 HUB_ID = "hub"
 CLIENT_TYPES = ("agent", "environment", "human")
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{2,49}")
+MAX_BATCH = 100
+PERMISSION_DENIED = "PERMISSION_DENIED"
 
 PATH_PREFIX = "/api/soul/star"
 CLOSE_NORMAL = 1000
@@ -242,6 +247,8 @@ class StarClient:
         self.retry_delays: deque[float] = deque(maxlen=100)  # backoff history (s)
         self.close_code: int | None = None  # of the last connection that ended
         self.failure: StarConnectionError | None = None  # why the client gave up
+        # The hub's last refusal before a greeting (e.g. CONNECTION_FAILED: full).
+        self.refusal: StarHubError | None = None
         self._session = session
         self._own_session = session is None
         self._ws: aiohttp.ClientWebSocketResponse | None = None
@@ -329,7 +336,10 @@ class StarClient:
             raise self.failure
         if self._closing or self._stopped.is_set():
             raise StarConnectionError("the client is closed")
-        raise StarConnectionError(f"could not connect to {self.url} in {timeout} s")
+        refused = f" (the hub said {self.refusal})" if self.refusal else ""
+        raise StarConnectionError(
+            f"could not connect to {self.url} in {timeout} s{refused}"
+        )
 
     async def close(self) -> None:
         """Close the connection, stop reconnecting and fail pending actions."""
@@ -467,6 +477,7 @@ class StarClient:
         return fatal
 
     def _greeted(self) -> None:
+        self.refusal = None
         self.connections += 1
         self._connected.set()
         _LOGGER.debug("Star %s connected", self)
@@ -570,7 +581,10 @@ class StarClient:
             )
             return None
         if not self.connected and envelope.sender.type == HUB_ID:
-            self._greeted()
+            if envelope.type == "heartbeat":  # the spec's greeting
+                self._greeted()
+            elif envelope.type == "error":  # refused before the greeting
+                return self._refused(envelope)
         if envelope.type == "heartbeat":
             if envelope.sender.type == HUB_ID:
                 self._spawn(self._pong())
@@ -578,6 +592,21 @@ class StarClient:
             self._handle_error(envelope)
         elif envelope.type == "message":
             self._handle_message(envelope)
+        return None
+
+    def _refused(self, envelope: Envelope) -> StarConnectionError | None:
+        """Handle the hub's refusal of this connection; return it when final.
+
+        ``PERMISSION_DENIED`` (the identity is not this token's) is final;
+        other refusals, such as ``CONNECTION_FAILED`` from a full hub, are
+        retried with backoff.
+        """
+        self._handle_error(envelope)
+        payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+        code, message = payload.get("error_code"), payload.get("message")
+        self.refusal = StarHubError(str(code), str(message or ""), {}, envelope)
+        if code == PERMISSION_DENIED:
+            return StarAuthError(f"the hub refused {self.url}: {message}")
         return None
 
     async def _pong(self) -> None:
@@ -699,6 +728,38 @@ class StarClient:
         )
         await self._send_text(text, self.connect_timeout if wait is None else wait)
         return message_id
+
+    async def send_batch(
+        self,
+        messages: Iterable[tuple[str, Party, Any]],
+        *,
+        wait: float | None = None,
+    ) -> list[str]:
+        """Send ``(envelope type, recipient, payload)`` envelopes in one frame.
+
+        The spec's batch messages: the hub validates, rate-limits and routes
+        each envelope as if it were sent alone, and names it in its errors
+        (``original_message_id``, ``details["batch_index"]``). Returns the
+        ``message_id`` of each; at most ``MAX_BATCH`` envelopes.
+        """
+        envelopes = [
+            {
+                "type": envelope_type,
+                "sender": self.party.as_dict(),
+                "recipient": recipient.as_dict(),
+                "payload": payload,
+                "timestamp": now_iso(),
+                "message_id": new_id("msg"),
+            }
+            for envelope_type, recipient, payload in messages
+        ]
+        if not 1 <= len(envelopes) <= MAX_BATCH:
+            raise ValueError(f"a batch holds 1 to {MAX_BATCH} envelopes")
+        await self._send_text(
+            json.dumps(envelopes, ensure_ascii=False),
+            self.connect_timeout if wait is None else wait,
+        )
+        return [envelope["message_id"] for envelope in envelopes]
 
     async def _send_text(self, text: str, wait: float) -> None:
         ws = self._ws

@@ -622,6 +622,8 @@ def test_sdk_constants_equal_the_hub() -> None:
     assert soul_star.CLIENT_TYPES == star_hub.CLIENT_TYPES
     assert soul_star.client.ID_RE.pattern == star_hub.ID_RE.pattern
     assert soul_star.client.ID_RE.flags == star_hub.ID_RE.flags
+    assert soul_star.MAX_BATCH == star_hub.MAX_BATCH
+    assert soul_star.client.PERMISSION_DENIED == star_hub.PERMISSION_DENIED
 
 
 @given(

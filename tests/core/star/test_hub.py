@@ -13,16 +13,23 @@ from custom_components.soul.core.star.hub import (
     CLOSE_POLICY,
     CLOSE_TOO_BIG,
     CLOSE_TRY_LATER,
+    DEFAULT_BURST,
+    INVALID_CLIENT_TYPE,
+    MAX_BATCH,
+    MAX_CONNECTIONS,
     MESSAGE_TOO_LARGE,
     PERMISSION_DENIED,
     RATE_LIMITED,
     RECIPIENT_NOT_FOUND,
     VALIDATION_ERROR,
     Connection,
+    HubFullError,
     Identity,
     StarHub,
+    decode_frame,
     valid_id,
 )
+from custom_components.soul.core.untrusted import UntrustedInputError
 
 
 class Clock:
@@ -168,7 +175,7 @@ def test_routes_agent_to_environment_and_back(hub: StarHub) -> None:
     ("raw", "problem"),
     [
         ("{not json", "malformed JSON"),
-        ("[1, 2]", "the message must be a JSON object"),
+        ('"just text"', "the message must be a JSON object"),
         (
             '{"type": "shout", "sender": {"id": "agent_1", "type": "agent"},'
             ' "recipient": {"id": "world_1", "type": "environment"}, "payload": {},'
@@ -188,9 +195,8 @@ def test_routes_agent_to_environment_and_back(hub: StarHub) -> None:
         ),
         (
             '{"type": "message", "sender": {"id": "agent_1", "type": "agent"},'
-            ' "recipient": {"id": "world_1", "type": "robot"}, "payload": {},'
-            ' "message_id": "m1"}',
-            "recipient.type must be",
+            ' "recipient": {"id": "world_1"}, "payload": {}, "message_id": "m1"}',
+            "recipient.type is required",
         ),
         (
             '{"type": "message", "sender": {"id": "agent_1", "type": "agent"},'
@@ -558,3 +564,258 @@ def test_local_agents_never_time_out(hub: StarHub, clock: Clock) -> None:
     hub.send_local(local, {"type": "message", "recipient": sender.identity.as_party(),
                            "payload": {"type": "outcome"}})  # fmt: skip
     assert peer.received[-1]["sender"] == {"id": "soul_1", "type": "agent"}
+
+
+# -- interop (issue 15): INVALID_CLIENT_TYPE, batch frames, the connection cap --
+
+
+def message(
+    sender: Connection | dict[str, str],
+    recipient: tuple[str, str],
+    payload: Any = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Return a ``message`` envelope as a dict (see ``envelope``)."""
+    decoded: dict[str, Any] = json.loads(envelope(sender, recipient, payload, **extra))
+    return decoded
+
+
+@pytest.mark.parametrize(
+    ("sender_type", "recipient_type", "wrong"),
+    [
+        ("agent", "robot", ["recipient.type"]),
+        ("monitor", "environment", ["sender.type"]),  # a role outside the spec
+        ("agent", "Environment", ["recipient.type"]),  # types are lower case
+        ("agent", 5, ["recipient.type"]),
+        ("agent", ["environment"], ["recipient.type"]),
+        ("robot", "robot", ["sender.type", "recipient.type"]),
+    ],
+)
+def test_a_type_outside_the_spec_is_invalid_client_type(
+    hub: StarHub, sender_type: Any, recipient_type: Any, wrong: list[str]
+) -> None:
+    """Spec, 错误处理 → 验证错误: INVALID_CLIENT_TYPE, 无效的客户端类型."""
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    hub.receive(
+        agent,
+        json.dumps(
+            {
+                "type": "message",
+                "sender": {"id": "agent_1", "type": sender_type},
+                "recipient": {"id": "world_1", "type": recipient_type},
+                "payload": {},
+                "message_id": "m-type",
+            }
+        ),
+    )
+    [error] = peer.received
+    details = assert_error(error, INVALID_CLIENT_TYPE, agent, "m-type")
+    assert [e.split(" ")[0] for e in details["validation_errors"]] == wrong
+    assert "agent, environment, human" in details["suggested_action"]
+    assert env_peer.texts == []
+    assert not agent.closed
+
+
+def test_invalid_client_type_lists_the_other_problems_too(hub: StarHub) -> None:
+    agent, peer = join(hub, "agent", "agent_1")
+    hub.receive(
+        agent,
+        json.dumps(
+            {
+                "type": "message",
+                "sender": {"id": "agent_1", "type": "agent"},
+                "recipient": {"id": "w", "type": "robot"},
+                "message_id": "m1",
+            }
+        ),
+    )
+    details = assert_error(peer.received[0], INVALID_CLIENT_TYPE, agent, "m1")
+    assert len(details["validation_errors"]) == 3  # type, id, payload
+
+
+def test_the_spec_types_are_not_invalid(hub: StarHub) -> None:
+    """agent, environment, human and hub are the spec's types: no INVALID_CLIENT_TYPE."""
+    agent, peer = join(hub, "agent", "agent_1")
+    for party_type in ("agent", "environment", "human", "hub"):
+        hub.receive(agent, envelope(agent, (party_type, "nobody_1"), message_id="m"))
+    codes = [e["payload"]["error_code"] for e in peer.received]
+    assert codes == [RECIPIENT_NOT_FOUND] * 4
+
+
+def test_a_batch_is_routed_as_if_each_envelope_were_sent_alone(hub: StarHub) -> None:
+    """Spec, 性能考虑: 批量消息 — an array of envelopes in one frame."""
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, agent_peer = join(hub, "agent", "agent_1")
+    _other, other_peer = join(hub, "agent", "agent_2")
+    _human, human_peer = join(hub, "human", "human_1", None)
+    batch = [
+        message(agent, ("environment", "world_1"), {"type": "action", "id": "a1"}),
+        message(agent, ("agent", "agent_2"), {"type": "event", "id": "e1"}),
+        message(agent, ("agent", "*"), {"type": "event", "id": "e2"}, message_id="b"),
+        message(agent, ("human", "human_1"), {"type": "stream", "data": "字"}),
+        message(agent, ("environment", "world_1"), {"type": "action", "id": "a2"}),
+    ]
+    hub.receive(agent, json.dumps(batch, ensure_ascii=False))
+    assert env_peer.received == [batch[0], batch[4]]  # one frame each, in order
+    assert other_peer.received == [batch[1], batch[2]]
+    assert human_peer.received == [batch[3]]
+    assert agent_peer.texts == []  # no errors, and its own broadcast skips it
+    assert hub.stats.routed == 5
+    assert agent.received == 5
+
+
+def test_batch_errors_name_their_envelope(hub: StarHub) -> None:
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    spoofed = {"id": "world_1", "type": "environment"}
+    batch = [
+        message(agent, ("environment", "world_1"), message_id="m0"),
+        message(spoofed, ("agent", "agent_1"), message_id="m1"),
+        {**message(agent, ("robot", "r2d2")), "message_id": "m2"},
+        message(agent, ("agent", "ghost"), message_id="m3"),
+        "not an envelope",
+        [message(agent, ("environment", "world_1"), message_id="nested")],
+        {**message(agent, ("environment", "world_1")), "id": "m6"},
+        {
+            "type": "heartbeat",
+            "sender": agent.identity.as_party(),
+            "recipient": {"id": "hub", "type": "hub"},
+            "payload": {},
+        },
+        message(agent, ("environment", "world_1"), message_id="m8"),
+    ]
+    hub.receive(agent, json.dumps(batch))
+    expected = [
+        (PERMISSION_DENIED, "m1", 1),
+        (INVALID_CLIENT_TYPE, "m2", 2),
+        (RECIPIENT_NOT_FOUND, "m3", 3),
+        (VALIDATION_ERROR, None, 4),
+        (VALIDATION_ERROR, None, 5),  # a batch does not nest
+    ]
+    assert len(peer.received) == len(expected)
+    for error, (code, message_id, index) in zip(peer.received, expected, strict=True):
+        details = assert_error(error, code, agent, message_id)
+        assert details["batch_index"] == index
+    routed = [e.get("message_id", e.get("id")) for e in env_peer.received]
+    assert routed == ["m0", "m6", "m8"]  # the spec's example names it "id"
+    assert env_peer.received == [batch[0], batch[6], batch[8]]
+    assert not agent.closed
+
+
+def test_batch_size_is_bounded(clock: Clock) -> None:
+    hub = StarHub(clock=clock, rate=1e9, burst=10**6)
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    one = message(agent, ("environment", "world_1"))
+    for size in (0, MAX_BATCH + 1):
+        hub.receive(agent, json.dumps([one] * size))
+        details = assert_error(peer.received[-1], VALIDATION_ERROR, agent)
+        assert "batch_index" not in details
+        assert f"holds {size}" in details["validation_errors"][0]
+    assert env_peer.texts == []
+    hub.receive(agent, json.dumps([one] * MAX_BATCH))
+    assert len(env_peer.texts) == MAX_BATCH
+    assert len(peer.received) == 2
+    assert DEFAULT_BURST >= MAX_BATCH  # a whole batch fits an agent's burst
+
+
+def test_batch_envelopes_are_rate_limited_one_by_one(clock: Clock) -> None:
+    hub = StarHub(clock=clock, rate=10.0, burst=5)
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    batch = [
+        message(agent, ("environment", "world_1"), message_id=f"m{n}") for n in range(8)
+    ]
+    hub.receive(agent, json.dumps(batch))
+    assert [e["message_id"] for e in env_peer.received] == [f"m{n}" for n in range(5)]
+    [error] = peer.received  # one per stretch of refused envelopes, as for frames
+    details = assert_error(error, RATE_LIMITED, agent, "m5")
+    assert details["batch_index"] == 5
+    assert agent.dropped == 3
+    hub.receive(agent, json.dumps(batch))  # no token left: refused as a frame
+    assert len(env_peer.received) == 5
+    assert len(peer.received) == 1
+    clock.advance(0.2)  # two tokens back
+    hub.receive(agent, json.dumps(batch[:3]))
+    assert len(env_peer.received) == 7
+    assert [e["payload"]["error_code"] for e in peer.received] == [RATE_LIMITED] * 2
+    assert peer.received[1]["payload"]["details"]["original_message_id"] == "m2"
+
+
+def test_batch_steps_let_the_loop_run_between_envelopes(hub: StarHub) -> None:
+    """The transport resumes the steps after yielding; a closed sender stops them."""
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, _peer = join(hub, "agent", "agent_1")
+    batch = json.dumps(
+        [
+            message(agent, ("environment", "world_1"), message_id=f"m{n}")
+            for n in range(4)
+        ]
+    )
+    steps = hub.receive_steps(agent, batch)
+    next(steps)
+    assert len(env_peer.texts) == 1
+    next(steps)
+    assert len(env_peer.texts) == 2
+    hub.disconnect(agent)  # e.g. taken over while the loop ran
+    assert list(steps) == []
+    assert len(env_peer.texts) == 2
+    # A single envelope is handled by the first step, which is the last.
+    agent, _peer = join(hub, "agent", "agent_1")
+    assert (
+        list(hub.receive_steps(agent, envelope(agent, ("environment", "world_1"))))
+        == []
+    )
+    assert len(env_peer.texts) == 3
+
+
+def test_batch_decoded_off_the_loop_is_serialized_there(hub: StarHub) -> None:
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    batch = [
+        message(agent, ("environment", "world_1"), {"blob": "字" * 10}, message_id="a"),
+        7,
+        message(agent, ("environment", "world_1"), message_id="b"),
+    ]
+    raw = json.dumps(batch).encode()
+    frame = decode_frame(raw, hub.max_message_bytes)
+    assert frame.parts == (
+        json.dumps(batch[0], ensure_ascii=False),
+        "",
+        json.dumps(batch[2], ensure_ascii=False),
+    )
+    assert hub.admit(agent, raw)
+    hub.receive(agent, raw, decoded=frame, admitted=True)
+    assert env_peer.texts == [frame.parts[0], frame.parts[2]]
+    assert_error(peer.received[0], VALIDATION_ERROR, agent)
+    single = decode_frame(envelope(agent, ("environment", "world_1")), 1000)
+    assert single.parts == ()
+    assert isinstance(decode_frame("[" * 100, 1000).value, UntrustedInputError)
+
+
+def test_connection_cap(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    """Spec, 连接管理: 最大连接数 — 可配置."""
+    hub = StarHub(clock=clock, max_connections=2)
+    env, _ = join(hub, "environment", "world_1")
+    join(hub, "agent", "agent_1")
+    hub.connect_local(Identity("agent", "soul_1", "home"), lambda _e, _s: None)
+    peer = Peer()
+    for _ in range(2):
+        with pytest.raises(HubFullError, match=r"full \(2 clients"):
+            hub.connect(Identity("agent", "agent_2", "world_1"), peer.send, peer.close)
+    assert peer.texts == []  # refused before any frame
+    assert hub.stats.refused_full == 2
+    assert caplog.text.count("Star hub is full") == 1  # once per stretch
+    assert hub.counts() == {"agent": 2, "environment": 1, "human": 0}
+    # A client taking over its own identity keeps its place.
+    again, _ = join(hub, "agent", "agent_1")
+    assert not again.closed
+    hub.disconnect(env)
+    join(hub, "agent", "agent_2")  # room again
+    with pytest.raises(HubFullError):
+        hub.connect(Identity("human", "human_1", None), peer.send, peer.close)
+    assert caplog.text.count("Star hub is full") == 2
+    assert StarHub().max_connections == MAX_CONNECTIONS
+    with pytest.raises(ValueError, match="at least 1"):
+        StarHub(max_connections=0)

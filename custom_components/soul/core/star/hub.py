@@ -11,6 +11,16 @@ answers problems with the spec's error envelope, rate-limits each client, and
 never parses ``payload`` beyond its size. ``tick`` sends heartbeats and
 returns the connections silent for too long.
 
+Interop (docs/star.md): a party whose ``type`` is not one of the spec's is
+answered ``INVALID_CLIENT_TYPE``; a frame holding a JSON array is a batch
+(the spec's "批量消息"): each of its at most ``MAX_BATCH`` envelopes is
+validated, rate-limited and routed as if sent alone, and errors name the
+envelope (``original_message_id``, ``batch_index``); ``receive_steps`` lets
+the transport yield between them. At most ``max_connections`` remote clients
+are connected at once; ``connect`` refuses one more with ``HubFullError``
+(the transport answers ``CONNECTION_FAILED`` and closes with 1013), except
+for a client taking over its own identity.
+
 Identities (docs/security.md): a connection may carry the ``Principal`` of
 its token. ``reserved`` identities (Soul's own agents) are refused to every
 client; an identity connected by one user cannot be taken over by another;
@@ -29,7 +39,7 @@ its own queue does not fill with errors).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 import json
 import logging
@@ -45,6 +55,7 @@ _LOGGER = logging.getLogger(__name__)
 
 HUB_ID = "hub"
 CLIENT_TYPES = ("agent", "environment", "human")
+PARTY_TYPES = (*CLIENT_TYPES, HUB_ID)  # what sender.type and recipient.type may be
 ENVELOPE_TYPES = ("heartbeat", "message", "error")
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{2,49}")
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -55,6 +66,8 @@ DEFAULT_BURST = 100  # environments: twice; at most the transport's send queue
 ENVIRONMENT_RATE_FACTOR = 10
 ENVIRONMENT_BURST_FACTOR = 2
 MAX_JSON_DEPTH = 32
+MAX_BATCH = 100  # envelopes in one batch frame: an agent's whole burst
+MAX_CONNECTIONS = 256  # remote clients at once (Home Assistant: about 2,048 files)
 CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
 CLOSE_TOO_BIG = 1009
@@ -65,6 +78,8 @@ PERMISSION_DENIED = "PERMISSION_DENIED"
 RECIPIENT_NOT_FOUND = "RECIPIENT_NOT_FOUND"
 RATE_LIMITED = "RATE_LIMITED"
 MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
+INVALID_CLIENT_TYPE = "INVALID_CLIENT_TYPE"
+CONNECTION_FAILED = "CONNECTION_FAILED"
 
 
 def valid_id(value: Any) -> bool:
@@ -87,6 +102,21 @@ class Identity:
 
 class IdentityError(PermissionError):
     """A connection may not take this identity; ``str()`` says why."""
+
+
+class HubFullError(Exception):
+    """The hub already serves ``max_connections`` clients; ``str()`` says so."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A decoded frame: ``decode_frame``'s result."""
+
+    value: Any  # the JSON value, or the ``UntrustedInputError`` refusing it
+    text: str  # the frame as text ("" when refused)
+    # A batch's envelopes as JSON text ("" for an item that is no object), made
+    # where the frame was decoded (a thread for large frames, not the loop).
+    parts: tuple[str, ...] = ()
 
 
 type LocalHandler = Callable[[dict[str, Any], "Connection"], None]
@@ -127,6 +157,7 @@ class HubStats:
     routed: int = 0
     errors: int = 0
     dropped_slow: int = 0
+    refused_full: int = 0  # connections refused because the hub was full
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
 
 
@@ -141,15 +172,24 @@ class StarHub:
         rate: float = DEFAULT_RATE,
         burst: int = DEFAULT_BURST,
         idle_timeout: float = IDLE_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
         reserved: Callable[[Identity], bool] = lambda _identity: False,
         on_owners_changed: Callable[[], None] = lambda: None,
     ) -> None:
-        """Create an empty hub; ``reserved`` names identities no client may take."""
+        """Create an empty hub; ``reserved`` names identities no client may take.
+
+        ``max_connections`` bounds the remote clients (in-process ones are
+        not counted).
+        """
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
         self._clock = clock
         self.max_message_bytes = max_message_bytes
         self.rate = rate
         self.burst = burst
         self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        self._full_logged = False
         self.reserved = reserved
         self._on_owners_changed = on_owners_changed
         self._by_key: dict[tuple[str | None, str, str], Connection] = {}
@@ -203,9 +243,12 @@ class StarHub:
         """Register a connection; the same user's earlier one is taken over.
 
         Raises ``IdentityError`` for a reserved identity, one connected by
-        another user, or a human id that belongs to another user.
+        another user, or a human id that belongs to another user; and
+        ``HubFullError`` when ``max_connections`` clients are connected
+        (a takeover frees its place first, so it is never refused).
         """
         self.check_identity(identity, principal)
+        self._check_room(identity)
         if (
             identity.client_type == "human"
             and principal is not None
@@ -226,6 +269,26 @@ class StarHub:
             principal=principal,
         )
         return self._register(connection)
+
+    def _check_room(self, identity: Identity) -> None:
+        old = self._by_key.get(self._key(identity))
+        if old is not None and old.local is None:
+            return  # a takeover: the old connection's place is the new one's
+        remote = sum(1 for c in self._by_key.values() if c.local is None)
+        if remote < self.max_connections:
+            self._full_logged = False
+            return
+        self.stats.refused_full += 1
+        if not self._full_logged:  # once per stretch of refusals
+            self._full_logged = True
+            _LOGGER.warning(
+                "Star hub is full (%d clients); refusing new connections",
+                self.max_connections,
+            )
+        raise HubFullError(
+            f"the hub is full ({self.max_connections} clients connected);"
+            " try again later"
+        )
 
     def connect_local(self, identity: Identity, handler: LocalHandler) -> Connection:
         """Register an in-process client: ``handler(envelope, sender)`` gets its frames."""
@@ -298,43 +361,109 @@ class StarHub:
         connection: Connection,
         raw: str | bytes,
         *,
-        decoded: tuple[Any, str] | None = None,
+        decoded: Frame | None = None,
         admitted: bool = False,
     ) -> None:
-        """Handle one frame from ``connection``.
+        """Handle one frame from ``connection`` (a batch all at once).
 
         ``decoded`` is ``decode_frame(raw, …)``'s result when the transport
         already decoded a large frame off the event loop, after ``admit``
         (then ``admitted`` is True).
         """
+        for _ in self.receive_steps(
+            connection, raw, decoded=decoded, admitted=admitted
+        ):
+            pass
+
+    def receive_steps(
+        self,
+        connection: Connection,
+        raw: str | bytes,
+        *,
+        decoded: Frame | None = None,
+        admitted: bool = False,
+    ) -> Iterator[None]:
+        """Handle one frame, stopping between the envelopes of a batch.
+
+        As ``receive``, but a generator: it handles the frame (or a batch's
+        first envelope) on the first ``next`` and each further envelope of a
+        batch on the next one, so the transport can let the event loop run
+        in between. Each envelope after a batch's first takes its own token
+        from the rate limit (the frame's admission paid for the first).
+        """
         if connection.closed or (not admitted and not self.admit(connection, raw)):
             return
-        now = self._clock()
-        envelope, text = (
+        frame = (
             decoded
             if decoded is not None
             else decode_frame(raw, self.max_message_bytes)
         )
-        if isinstance(envelope, untrusted.UntrustedInputError):
+        if isinstance(frame.value, untrusted.UntrustedInputError):
             self._error(
                 connection,
                 VALIDATION_ERROR,
                 "malformed JSON",
                 None,
-                [str(envelope)[:200]],
+                [str(frame.value)[:200]],
             )
             return
-        problems = self._validate(envelope)
-        message_id = envelope.get("message_id") if isinstance(envelope, dict) else None
-        if not isinstance(message_id, str):
-            message_id = (
-                envelope.get("id")
-                if isinstance(envelope, dict) and isinstance(envelope.get("id"), str)
-                else None
+        if not isinstance(frame.value, list):
+            self._envelope(connection, frame.value, frame.text)
+            return
+        items: list[Any] = frame.value
+        if not 1 <= len(items) <= MAX_BATCH:
+            self._error(
+                connection,
+                VALIDATION_ERROR,
+                f"a batch holds 1 to {MAX_BATCH} envelopes",
+                None,
+                [f"this batch holds {len(items)}"],
+                suggested=f"send at most {MAX_BATCH} envelopes in one frame",
             )
+            return
+        for index, item in enumerate(items):
+            if index:
+                yield
+                if self._gone(connection):  # closed while the loop ran
+                    return
+                connection.received += 1
+                if not self._allow(connection, self._clock(), _message_id(item), index):
+                    continue
+            text = (
+                frame.parts[index]
+                if index < len(frame.parts)
+                else json.dumps(item, ensure_ascii=False)
+            )
+            self._envelope(connection, item, text, index)
+
+    @staticmethod
+    def _gone(connection: Connection) -> bool:
+        return connection.closed
+
+    def _envelope(
+        self,
+        connection: Connection,
+        envelope: Any,
+        text: str,
+        index: int | None = None,
+    ) -> None:
+        """Validate, check and route one envelope (``index``: its place in a batch)."""
+        now = self._clock()
+        code, problems = self._validate(envelope)
+        message_id = _message_id(envelope)
         if problems:
             self._error(
-                connection, VALIDATION_ERROR, "invalid envelope", message_id, problems
+                connection,
+                code,
+                "invalid client type"
+                if code == INVALID_CLIENT_TYPE
+                else "invalid envelope",
+                message_id,
+                problems,
+                index=index,
+                suggested=f"use one of {', '.join(PARTY_TYPES)}"
+                if code == INVALID_CLIENT_TYPE
+                else None,
             )
             return
         if envelope["sender"] != connection.identity.as_party():
@@ -343,6 +472,7 @@ class StarHub:
                 PERMISSION_DENIED,
                 "sender must be this connection's own identity",
                 message_id,
+                index=index,
                 suggested=f"send as {connection.identity.as_party()}",
             )
             return
@@ -350,13 +480,12 @@ class StarHub:
             return  # a client's pong: last_seen is updated
         if envelope["type"] == "error":
             self.stats.errors += 1
-        self._route(
-            connection,
-            envelope,
-            text,
-            message_id,
-            now,
-        )
+        self._route(connection, envelope, text, message_id, now, index=index)
+
+    def seen(self, connection: Connection) -> None:
+        """Note that a client is alive without a frame (a WebSocket ping)."""
+        if not connection.closed:
+            connection.last_seen = self._clock()
 
     def admit(self, connection: Connection, raw: str | bytes) -> bool:
         """Count a frame against the size and rate limits; False when refused.
@@ -385,12 +514,23 @@ class StarHub:
             connection.close(CLOSE_TOO_BIG, "message too large")
             self.disconnect(connection)
             return False
+        return self._allow(connection, now)
+
+    def _allow(
+        self,
+        connection: Connection,
+        now: float,
+        message_id: str | None = None,
+        index: int | None = None,
+    ) -> bool:
+        """Take a token for one envelope; False (and maybe RATE_LIMITED) when none."""
         if not self._take_token(connection, now):
             connection.dropped += 1
             if not connection.limited:  # once per stretch, not once per frame
                 connection.limited = True
                 self._error(connection, RATE_LIMITED, "too many messages; slow down",
-                            None, suggested="wait and resend")  # fmt: skip
+                            message_id, index=index,
+                            suggested="wait and resend")  # fmt: skip
             return False
         connection.limited = False
         return True
@@ -413,9 +553,16 @@ class StarHub:
         return True
 
     @staticmethod
-    def _validate(envelope: Any) -> list[str]:
+    def _validate(envelope: Any) -> tuple[str, list[str]]:
+        """Return the error code and the envelope's problems (none: it is valid).
+
+        The code is ``INVALID_CLIENT_TYPE`` when a sender or recipient names a
+        type that is not the spec's (its problems still list all the others),
+        ``VALIDATION_ERROR`` otherwise.
+        """
         if not isinstance(envelope, dict):
-            return ["the message must be a JSON object"]
+            return VALIDATION_ERROR, ["the message must be a JSON object"]
+        code = VALIDATION_ERROR
         problems = []
         if envelope.get("type") not in ENVELOPE_TYPES:
             problems.append(f"type must be one of {', '.join(ENVELOPE_TYPES)}")
@@ -424,7 +571,10 @@ class StarHub:
             if not isinstance(party, dict):
                 problems.append(f"{part} must be an object with id and type")
                 continue
-            if party.get("type") not in (*CLIENT_TYPES, HUB_ID):
+            if "type" not in party:
+                problems.append(f"{part}.type is required")
+            elif party["type"] not in PARTY_TYPES:
+                code = INVALID_CLIENT_TYPE
                 problems.append(f"{part}.type must be agent, environment, human or hub")
             if not (
                 valid_id(party.get("id"))
@@ -440,7 +590,7 @@ class StarHub:
             for optional in ("timestamp", "message_id")
             if optional in envelope and not isinstance(envelope[optional], str)
         )
-        return problems
+        return code, problems
 
     def _targets(
         self, sender: Connection, recipient: dict[str, str]
@@ -475,7 +625,8 @@ class StarHub:
         return [found] if found is not None else []
 
     def _route(self, sender: Connection, envelope: dict[str, Any], text: str,
-               message_id: str | None, started: float) -> None:  # fmt: skip
+               message_id: str | None, started: float, *,
+               index: int | None = None) -> None:  # fmt: skip
         recipient = envelope["recipient"]
         targets = self._targets(sender, recipient)
         if not targets and recipient["id"] == "*":
@@ -488,6 +639,7 @@ class StarHub:
                 if recipient["id"] != "*"
                 else f"no {recipient['type']} is connected",
                 message_id,
+                index=index,
                 suggested="check the recipient id and environment",
             )
             return
@@ -541,6 +693,7 @@ class StarHub:
         original_message_id: str | None,
         validation_errors: list[str] | None = None,
         *,
+        index: int | None = None,
         suggested: str | None = None,
     ) -> None:
         self.stats.errors += 1
@@ -549,6 +702,8 @@ class StarHub:
             details["validation_errors"] = validation_errors
         if suggested:
             details["suggested_action"] = suggested
+        if index is not None:
+            details["batch_index"] = index  # which envelope of the batch
         self._send(
             connection,
             json.dumps(
@@ -582,21 +737,37 @@ class StarHub:
                 self._send(connection, self._heartbeat(connection.identity))
 
 
-def decode_frame(raw: str | bytes, max_bytes: int) -> tuple[Any, str]:
-    """Return (envelope, text) of a frame, or (the ``UntrustedInputError``, "").
+def decode_frame(raw: str | bytes, max_bytes: int) -> Frame:
+    """Return the decoded frame; its ``value`` is the ``UntrustedInputError`` if refused.
 
-    Thread-safe: the transport runs it off the event loop for large frames.
-    Binary frames must be UTF-8 text, as text frames are.
+    Thread-safe: the transport runs it off the event loop for large frames,
+    and a batch's envelopes are serialized here too (they are forwarded one
+    by one). Binary frames must be UTF-8 text, as text frames are.
     """
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return untrusted.loads(
-            text, max_bytes=max_bytes, max_depth=MAX_JSON_DEPTH
-        ), text
+        value = untrusted.loads(text, max_bytes=max_bytes, max_depth=MAX_JSON_DEPTH)
     except UnicodeDecodeError:
-        return untrusted.UntrustedInputError("binary frame is not UTF-8"), ""
+        return Frame(untrusted.UntrustedInputError("binary frame is not UTF-8"), "")
     except untrusted.UntrustedInputError as err:
-        return err, ""
+        return Frame(err, "")
+    if isinstance(value, list) and len(value) <= MAX_BATCH:
+        parts = tuple(
+            json.dumps(item, ensure_ascii=False) if isinstance(item, dict) else ""
+            for item in value
+        )
+        return Frame(value, text, parts)
+    return Frame(value, text)
+
+
+def _message_id(envelope: Any) -> str | None:
+    """Return an envelope's ``message_id`` (or the spec example's ``id``), if any."""
+    if not isinstance(envelope, dict):
+        return None
+    for key in ("message_id", "id"):
+        if isinstance(value := envelope.get(key), str):
+            return value
+    return None
 
 
 def _utf8_size(text: str, limit: int) -> int:

@@ -4,6 +4,10 @@ Shared by Home Assistant's transport (``custom_components/soul/star.py``) and
 the standalone ``devtools.star_server``, so tests, the demo and the benchmark
 exercise the same code Home Assistant runs. Nothing here knows how tokens are
 checked: callers pass a predicate.
+
+``PATHS`` are the spec's endpoints (``/env/{env_id}``,
+``/env/{env_id}/agent/{agent_id}``, ``/human/{human_id}``); Home Assistant
+serves them below ``/api/soul/star``, the standalone server at its root too.
 """
 
 from __future__ import annotations
@@ -15,14 +19,17 @@ import json
 import logging
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 
 from .. import untrusted
 from ..access import Principal
 from .hub import (
     CLOSE_POLICY,
+    CLOSE_TRY_LATER,
+    CONNECTION_FAILED,
     HUB_ID,
     PERMISSION_DENIED,
+    HubFullError,
     Identity,
     IdentityError,
     StarHub,
@@ -37,6 +44,28 @@ AUTH_TIMEOUT = 10.0
 AUTH_FRAME_BYTES = 8192
 CLOSE_TIMEOUT = 5.0  # then a client that stopped reading is aborted
 AUTH_INVALID = "invalid or missing access token"
+# The spec's endpoints ("连接规范"), by client type; the spec leaves the human's
+# commented out, but its clients use it.
+PATHS = {
+    "environment": "/env/{env_id}",
+    "agent": "/env/{env_id}/agent/{agent_id}",
+    "human": "/human/{human_id}",
+}
+
+
+def websocket(hub: StarHub) -> web.WebSocketResponse:
+    """Return the response a Star endpoint upgrades with.
+
+    Frames up to twice the hub's limit are read (the hub answers larger ones
+    than its limit with ``MESSAGE_TOO_LARGE``); no aiohttp heartbeat (the
+    hub's own runs); WebSocket pings are answered by ``frame_auth`` and
+    ``pump``, which count them as the client's traffic: a client whose
+    library pings (``websockets`` does, every 20 s) is alive without
+    sending envelopes.
+    """
+    return web.WebSocketResponse(
+        max_msg_size=2 * hub.max_message_bytes, heartbeat=None, autoping=False
+    )
 
 
 def identity_from(match_info: Mapping[str, str]) -> Identity:
@@ -74,7 +103,8 @@ async def frame_auth(
     """
     try:
         async with asyncio.timeout(timeout):
-            message = await ws.receive()
+            while (message := await ws.receive()).type in _PINGS:
+                await _pong(ws, message)
         frame = (
             untrusted.loads(message.data, max_bytes=AUTH_FRAME_BYTES, max_depth=4)
             if message.type is WSMsgType.TEXT
@@ -114,8 +144,10 @@ async def pump(
     hub's closes go out after the frames already queued; a client that does
     not take the close frame within ``close_timeout`` is aborted. The reader
     yields after every frame, so receivers' writers drain while a sender
-    bursts; frames over ``untrusted.LOOP_JSON_BYTES`` are decoded in a thread.
-    An identity the hub refuses gets a ``PERMISSION_DENIED`` error and 1008.
+    bursts, and between the envelopes of a batch frame; frames over
+    ``untrusted.LOOP_JSON_BYTES`` are decoded in a thread. An identity the
+    hub refuses gets a ``PERMISSION_DENIED`` error and 1008; a full hub,
+    ``CONNECTION_FAILED`` and 1013 (try again later).
     """
     # Text to send, or (code, reason): close after what is already queued.
     queue: asyncio.Queue[str | tuple[int, str]] = asyncio.Queue(maxsize=queue_size)
@@ -160,25 +192,36 @@ async def pump(
     except IdentityError as err:
         await refuse(ws, identity, str(err))
         return
+    except HubFullError as err:
+        await refuse(ws, identity, str(err), code=CONNECTION_FAILED,
+                     close_code=CLOSE_TRY_LATER, suggested="retry later")  # fmt: skip
+        return
     writing = loop.create_task(writer())
     try:
         async for message in ws:
             if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                 try:
                     if len(message.data) <= untrusted.LOOP_JSON_BYTES:
-                        hub.receive(connection, message.data)
+                        steps = hub.receive_steps(connection, message.data)
                     elif hub.admit(connection, message.data):
                         # Admitted first: a flooder's large frames cost nothing.
                         decoded = await asyncio.to_thread(
                             decode_frame, message.data, hub.max_message_bytes
                         )
-                        hub.receive(
+                        steps = hub.receive_steps(
                             connection, message.data, decoded=decoded, admitted=True
                         )
+                    else:
+                        steps = iter(())
+                    for _ in steps:  # between the envelopes of a batch
+                        await asyncio.sleep(0)
                 except Exception:
                     _LOGGER.exception("Star hub failed on a frame of %s", identity)
                     break
                 await asyncio.sleep(0)  # let the receivers' writers drain
+            elif message.type in _PINGS:
+                await _pong(ws, message)
+                hub.seen(connection)
             elif message.type is WSMsgType.ERROR:
                 break
             if connection.closed:
@@ -199,8 +242,29 @@ async def pump(
             await ws.close()
 
 
-async def refuse(ws: web.WebSocketResponse, identity: Identity, reason: str) -> None:
-    """Answer ``PERMISSION_DENIED`` and close with 1008 (policy)."""
+_PINGS = (WSMsgType.PING, WSMsgType.PONG)
+
+
+async def _pong(ws: web.WebSocketResponse, message: WSMessage) -> None:
+    """Answer a WebSocket ping (a pong needs no answer)."""
+    if message.type is WSMsgType.PING:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.pong(message.data)
+
+
+async def refuse(
+    ws: web.WebSocketResponse,
+    identity: Identity,
+    reason: str,
+    *,
+    code: str = PERMISSION_DENIED,
+    close_code: int = CLOSE_POLICY,
+    suggested: str | None = None,
+) -> None:
+    """Answer the spec's error ``code`` (``PERMISSION_DENIED``) and close (1008)."""
+    details: dict[str, Any] = {"original_message_id": None}
+    if suggested:
+        details["suggested_action"] = suggested
     with contextlib.suppress(ConnectionError, RuntimeError):
         await ws.send_str(
             json.dumps(
@@ -209,11 +273,11 @@ async def refuse(ws: web.WebSocketResponse, identity: Identity, reason: str) -> 
                     "sender": {"id": HUB_ID, "type": HUB_ID},
                     "recipient": identity.as_party(),
                     "payload": {
-                        "error_code": PERMISSION_DENIED,
+                        "error_code": code,
                         "message": reason,
-                        "details": {"original_message_id": None},
+                        "details": details,
                     },
                 }
             )
         )
-    await ws.close(code=CLOSE_POLICY, message=reason.encode()[:120])
+    await ws.close(code=close_code, message=reason.encode()[:120])
