@@ -182,7 +182,7 @@ def test_priority_breaks_near_ties_and_hint_score_raises_confidence() -> None:
     hinted[0]["hint_score"] = 0.9
     low = business(run("放音乐", hinted))[0]
     assert low["intent_id"] == "low"
-    assert {"type": "hint_score", "value": 0.9, "score": 0.9} in low["evidence"]
+    assert {"type": "hint_score", "value": "0.9", "score": 0.9} in low["evidence"]
 
 
 # --- match rules ------------------------------------------------------------------

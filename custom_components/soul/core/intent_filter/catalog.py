@@ -39,8 +39,28 @@ CACHE_SIZE = 64
 DEFAULT_PRIORITY = 50
 SYNONYM_TYPES = frozenset({"device", "color", "motion", "room"})
 TIME_KINDS = ("duration", "time_point")
-TIME_KEYS = ("seconds", "seconds_from_now", "iso", "timestamp", "text")
+# Soul's keys, then the DesktopRobot intent filter's (its time signals' fields):
+# ``duration_seconds`` (a duration's length), ``trigger_at`` (the ISO moment),
+# ``raw`` (the text), ``kind`` and ``timezone``.
+TIME_KEYS = (
+    "seconds",
+    "seconds_from_now",
+    "iso",
+    "timestamp",
+    "text",
+    "duration_seconds",
+    "trigger_at",
+    "raw",
+    "kind",
+    "timezone",
+)
+# Keys whose value says when something happens (a moment), not how long.
+MOMENT_KEYS = frozenset({"seconds_from_now", "iso", "timestamp", "trigger_at"})
+# The DesktopRobot intent filter's names of the time entity types.
+ENTITY_TYPE_ALIASES = {"time_duration": "duration", "time_time_point": "time_point"}
 ENTITY_TYPE_NAMES = ENTITY_TYPES | {"time"}
+# A ``*_seconds`` slot named like a length takes a plain duration ("点头3秒").
+LENGTH_NAME = re.compile(r"duration|length|period|hold|keep|for_|_for|run_")
 _KEYWORD_RULES = ("keywords_any", "keywords_all", "negative_keywords")
 _REGEX_RULES = ("regex_any", "regex_all")
 _MATCH_KEYS = {
@@ -72,6 +92,9 @@ class Slot:
     from_time_key: str | None = None
     time_kind: str | None = None
     value_map: Mapping[str, Any] = field(default_factory=dict)
+    # Whether the slot takes the moment a time expression names ("10分钟后",
+    # "明天8点"), rather than a length or a text.
+    moment: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +116,17 @@ class Intent:
     entity_types_all: tuple[str, ...]
     examples: tuple[frozenset[str], ...]
     slots: tuple[Slot, ...]
+    example_texts: tuple[str, ...] = ()
+
+    @property
+    def moment_slots(self) -> tuple[str, ...]:
+        """The names of the slots that take a moment."""
+        return tuple(slot.name for slot in self.slots if slot.moment)
+
+    @property
+    def has_hard_rules(self) -> bool:
+        """Whether a rule must hold for the intent to match at all."""
+        return bool(self.keywords_all or self.regex_all or self.entity_types_all)
 
 
 @dataclass(slots=True)
@@ -114,6 +148,8 @@ class Catalog:
     alignments: dict[tuple[str, str, str, str], tuple[str, str] | None] = field(
         default_factory=dict
     )
+    # intents a time alone may imply (``implied``): a moment slot, no hard rule
+    moment_intents: tuple[int, ...] = ()
 
 
 def fold(text: str) -> str:
@@ -179,14 +215,30 @@ def _pattern(pattern: str, where: str) -> str:
 
 
 def _entity_types(value: Any, where: str) -> tuple[str, ...]:
-    types = _strings(value, where, limit=16)
+    types = [ENTITY_TYPE_ALIASES.get(t, t) for t in _strings(value, where, limit=16)]
     unknown = sorted(set(types) - ENTITY_TYPE_NAMES)
     if unknown:
         raise IntentFilterError(
             f"{where}: unknown entity type {unknown[0]!r} "
             f"(known: {', '.join(sorted(ENTITY_TYPE_NAMES))})"
         )
-    return tuple(types)
+    return tuple(dict.fromkeys(types))
+
+
+def _is_moment(
+    name: str, time_key: str | None, time_kind: str | None, types: tuple[str, ...]
+) -> bool:
+    """Whether a slot takes a moment ("10分钟后", "明天8点"), not a length or a text."""
+    if time_key in MOMENT_KEYS:
+        return True
+    if time_key is not None and time_key != "seconds":
+        return False  # duration_seconds is a length; text, raw, kind, timezone
+    if time_kind == "time_point" or "time_point" in types:
+        return True
+    if time_key == "seconds" or time_kind is not None or name.endswith("_seconds"):
+        # read the way slots.py reads a *_seconds slot
+        return LENGTH_NAME.search(name) is None
+    return False
 
 
 def _slot(raw: Any, intent_id: str, seen: set[str]) -> Slot:
@@ -241,6 +293,11 @@ def _slot(raw: Any, intent_id: str, seen: set[str]) -> Slot:
     use_normalized = raw.get("use_normalized_entity", True)
     if not isinstance(use_normalized, bool):
         raise IntentFilterError(f"{where}: use_normalized_entity must be true or false")
+    entity_types = (
+        ()
+        if from_types is None
+        else _entity_types(from_types, f"{where} from_entity_types")
+    )
     return Slot(
         name=name,
         required=required,
@@ -248,13 +305,12 @@ def _slot(raw: Any, intent_id: str, seen: set[str]) -> Slot:
         default=raw.get("default"),
         regex=regex,
         group=group,
-        from_entity_types=()
-        if from_types is None
-        else _entity_types(from_types, f"{where} from_entity_types"),
+        from_entity_types=entity_types,
         use_normalized_entity=use_normalized,
         from_time_key=time_key,
         time_kind=time_kind,
         value_map={fold(str(k)): v for k, v in value_map.items()},
+        moment=_is_moment(name, time_key, time_kind, entity_types),
     )
 
 
@@ -354,6 +410,7 @@ def _intent(index: int, raw: Any, seen: set[str]) -> Intent:
         ),
         examples=tuple(bigrams(e) for e in examples),
         slots=tuple(_slot(s, intent_id, slot_names) for s in slots_raw),
+        example_texts=tuple(examples),
     )
 
 
@@ -424,7 +481,20 @@ def compile_catalog(entries: Any) -> Catalog:
         or intent.entity_types_all
         or intent.examples
     )
-    return Catalog(intents, pattern, prefixes, owners, rule_intents, patterns)
+    moment_intents = tuple(
+        intent.index
+        for intent in intents
+        if intent.moment_slots and not intent.has_hard_rules
+    )
+    return Catalog(
+        intents,
+        pattern,
+        prefixes,
+        owners,
+        rule_intents,
+        patterns,
+        moment_intents=moment_intents,
+    )
 
 
 _cache: OrderedDict[bytes, Catalog] = OrderedDict()

@@ -12,26 +12,30 @@ confidence formula.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 from ..language import detect_locale
 from ..safe_regex import budget
 from .catalog import Catalog, cached_catalog, fold
-from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question
-from .reading import Context, expresses_emotion, read_clause
+from .implied import claim_by_time, timed_request
+from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
+from .reading import Context, Reading, expresses_emotion, read_clause
 from .request import DEFAULT_TIMEZONE, parse_request
 from .scoring import Candidate, rank, score_intent
 from .segmenter import Segment, segment
 from .slots import json_number
 
+_CONTENT = re.compile(r"\w")
 REGEX_BUDGET = 0.012  # seconds all catalog patterns may run on one command
 FILTER_BUDGET = 0.015  # seconds for the whole command; later clauses are skipped
 MAX_SEGMENTS = 32  # clauses read of one command
 
 SYS_FALLBACK = "sys.fallback_reasoning"
 SYS_NO_ACTION = "sys.no_action"
-_SYSTEM_NAMES = {SYS_FALLBACK: "高级模型思考", SYS_NO_ACTION: "无需动作"}
+# The names and the shape of system intents are the DesktopRobot filter's.
+_SYSTEM_NAMES = {SYS_FALLBACK: "触发高级推理", SYS_NO_ACTION: "无需处理"}
 
 
 def _intent_body(candidate: Candidate) -> dict[str, Any]:
@@ -62,10 +66,10 @@ def _system_body(
         "status": "system",
         "segment_index": 0,
         "span": {"text": stripped, "start": start, "end": start + len(stripped)},
-        "parameters": {},
-        "normalized": {},
+        "parameters": {"reason": reason},
+        "normalized": {"system_intent": True},
         "missing_parameters": [],
-        "evidence": [{"type": "rule", "value": reason, "score": confidence}],
+        "evidence": [{"type": "system", "value": reason, "score": confidence}],
     }
 
 
@@ -81,6 +85,45 @@ def _classify(command: str) -> tuple[str, str, float]:
     ) and not OPINION.search(folded):
         return SYS_NO_ACTION, "emotional_expression", 0.75
     return SYS_FALLBACK, "no_catalog_match", 0.5
+
+
+def _threshold(candidate: Candidate, options: dict[str, Any]) -> float:
+    minimum = candidate.intent.min_confidence
+    return float(options["min_confidence"] if minimum is None else minimum)
+
+
+def _debug(candidate: Candidate, passed: bool) -> dict[str, Any]:
+    return {
+        "intent_id": candidate.intent.id,
+        "segment_index": candidate.reading.seg.index,
+        "confidence": candidate.confidence,
+        "passed_threshold": passed,
+        "strong": candidate.strong,
+    }
+
+
+def _clause_reason(reading: Reading) -> str:
+    """Say why a clause that no intent claims was left alone."""
+    markers = reading.markers
+    if markers.negated:
+        return "negated"
+    if markers.question:
+        return "question"
+    if markers.chatty:
+        return "remark"
+    return "no_catalog_match"
+
+
+def _unmatched_body(reading: Reading, reason: str, rivals: list[str]) -> dict[str, Any]:
+    seg = reading.seg
+    body: dict[str, Any] = {
+        "segment_index": seg.index,
+        "span": {"text": seg.text, "start": seg.start, "end": seg.end},
+        "reason": reason,
+    }
+    if rivals:
+        body["intent_ids"] = rivals
+    return body
 
 
 def filter_intents(
@@ -123,9 +166,12 @@ def filter_intents(
             )
             segments = segments[:MAX_SEGMENTS]
         readings = [read_clause(ctx, seg) for seg in segments]
-        # A clause that is only a time ("明天早上8点，叫我起床") lends it to its neighbours.
+        # A clause that is only a time ("明天早上8点，叫我起床") lends it to its
+        # neighbours; one that asks for something at its time keeps it.
         for position, reading in enumerate(readings):
             if reading.hits or not (reading.durations or reading.time_points):
+                continue
+            if timed_request(reading):
                 continue
             for neighbour in (position + 1, position - 1):
                 if (
@@ -138,6 +184,8 @@ def filter_intents(
         rejected: list[Candidate] = []
         mentioned: list[Candidate] = []
         debug: list[dict[str, Any]] = []
+        # clause position → why it gave no intent to run (with rival intent ids)
+        unmatched: dict[int, tuple[str, list[str]]] = {}
         per_segment = (
             options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
         )
@@ -147,6 +195,8 @@ def filter_intents(
                     f"the command took longer than {FILTER_BUDGET * 1000:g} ms to "
                     f"filter; clauses from {position + 1} on were not read"
                 )
+                for later in range(position, len(readings)):
+                    unmatched[later] = ("not_read", [])
                 break
             # Only intents with a keyword hit, or rules beyond keywords, can match.
             for h in reading.hits:
@@ -161,43 +211,67 @@ def filter_intents(
             ]
             candidates.sort(key=rank)
             chosen = 0
+            outcome: str | None = None
             for candidate in candidates:
-                threshold = (
-                    candidate.intent.min_confidence
-                    if candidate.intent.min_confidence is not None
-                    else options["min_confidence"]
-                )
-                passed = candidate.confidence >= threshold
+                passed = candidate.confidence >= _threshold(candidate, options)
                 if options["return_debug_candidates"]:
-                    debug.append(
-                        {
-                            "intent_id": candidate.intent.id,
-                            "segment_index": reading.seg.index,
-                            "confidence": candidate.confidence,
-                            "passed_threshold": passed,
-                            "strong": candidate.strong,
-                        }
-                    )
+                    debug.append(_debug(candidate, passed))
                 if not passed:
                     continue
                 if reading.markers.negated:
                     candidate.status = "rejected"
                     candidate.evidence.append(
-                        {"type": "negation", "value": True, "score": 0}
+                        {
+                            "type": "negation",
+                            "value": negation(reading.clause.folded.text) or "",
+                            "score": 0,
+                        }
                     )
                     rejected.append(candidate)
+                    outcome = "negated"
                     break
                 if reading.markers.question or not candidate.strong:
                     mentioned.append(candidate)
+                    outcome = "question" if reading.markers.question else "remark"
                     break
                 if chosen < per_segment:
                     selected.append(candidate)
                     chosen += 1
-        selected = (
-            selected[: options["max_intents"]]
-            if options["allow_multi_intent"]
-            else selected[:1]
-        )
+            if chosen or outcome is not None:
+                if not chosen:
+                    unmatched[position] = (outcome or "", [])
+                continue
+            # No catalog intent claims the clause: maybe its time implies one.
+            implied, rivals = claim_by_time(ctx, reading)
+            if implied is not None:
+                passed = implied.confidence >= _threshold(implied, options)
+                if options["return_debug_candidates"]:
+                    debug.append(_debug(implied, passed))
+                if passed:
+                    selected.append(implied)
+                    continue
+            if _CONTENT.search(reading.clause.folded.text):
+                # the reason is read only if the response reports it
+                unmatched[position] = ("ambiguous" if rivals else "", rivals)
+        if options["allow_multi_intent"]:
+            kept = selected[: options["max_intents"]]
+        else:
+            kept = selected[:1]
+        cut = {id(c.reading) for c in selected[len(kept) :]} - {
+            id(c.reading) for c in kept
+        }
+        selected = kept
+        for position, reading in enumerate(readings):
+            if id(reading) in cut:
+                unmatched[position] = ("max_intents", [])
+        # A clause whose time a neighbour's intent took gave that intent.
+        for candidate in selected:
+            if (lender := candidate.reading.borrowed) is not None:
+                lent = {command[d.start : d.end] for d in lender.durations} | {
+                    command[t.start : t.end] for t in lender.time_points
+                }
+                if lent & set(candidate.parameters.values()):
+                    unmatched.pop(readings.index(lender), None)
 
         emit = options["emit_system_intent_when_empty"]
         intents: list[dict[str, Any]]
@@ -248,6 +322,15 @@ def filter_intents(
                 "catalog_cached": cached,
             },
         }
+        if selected and unmatched:
+            response["unmatched"] = [
+                _unmatched_body(
+                    readings[position],
+                    reason or _clause_reason(readings[position]),
+                    rivals,
+                )
+                for position, (reason, rivals) in sorted(unmatched.items())
+            ]
         if ctx.warnings:
             response["meta"]["warnings"] = ctx.warnings
         if options["return_debug_candidates"]:

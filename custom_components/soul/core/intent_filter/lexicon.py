@@ -290,9 +290,80 @@ def is_question(text: str) -> bool:
     return not POLITE_REQUEST.search(text) or bool(_WH_WORD.search(text))
 
 
+def negation(text: str) -> str | None:
+    """Return the word by which ``text`` says not to do something ("不要开灯": 不要)."""
+    if NEGATION.search(text) is None:
+        return None
+    found = NEGATION.search(POSITIVE_NEGATIONS.sub(" ", text))
+    return found.group() if found else None
+
+
 def is_negated(text: str) -> bool:
     """Whether ``text`` tells Soul not to do something ("不要开灯", "don't")."""
-    if NEGATION.search(text) is None:
+    return negation(text) is not None
+
+
+# --- requests that concern the user ------------------------------------------
+# An imperative whose object is the user ("提醒我", "叫醒我们", "remind me",
+# "wake us up", "知らせて", "알려줘") asks Soul to act on the user. A clause
+# with another subject states something instead ("我10分钟后到家", "他说一小时后
+# 来找我", "I'll be back in 10 minutes").
+_ZH_USER_OBJECT = re.compile(
+    # 我 after a verb; not after a particle, copula or preposition ("的我",
+    # "是我", "和我", "让我", "把我"), nor after a benefactive ("帮我订外卖",
+    # "给我打电话": the action is on something else), and not a possessive.
+    r"(?<=[\u4e00-\u9fff])(?<![的是和跟与同被让说对像比连了在从向把将帮给替为])"
+    r"(?:我们|咱们|我)(?!们?的)"
+)
+_ZH_SUBJECT = re.compile(r"^(?:我|咱|他|她|它|大家|别人|有人|谁)")
+# "来接我", "过去找我": the addressee is to come or go, which no body does.
+_ZH_MOTION = re.compile(r"[来去]\S{0,2}?(?:我们|咱们|我)")
+_EN_LEAD = re.compile(
+    r"^(?:(?:please|pls|kindly|just|also|then|and|so|ok|okay|hey|"
+    r"can\s+you|could\s+you|would\s+you|will\s+you)\b[\s,]*)*",
+    re.IGNORECASE,
+)
+_EN_SUBJECT = re.compile(
+    r"^(?:i|i'm|i'll|i'd|i've|im|we|we're|we'll|he|she|they|it|it's|there|that|"
+    r"this|these|those|the|my|our|his|her|their|someone|somebody|everyone|"
+    # advice or a prediction, not a request: "you should call me"
+    r"you(?:'ll|\s+(?:should|must|might|may|need|have|will|can|could|would|are)))\b",
+    re.IGNORECASE,
+)
+# The user as the object, not a beneficiary ("order me a pizza", "get us the bill").
+_EN_USER_OBJECT = re.compile(
+    r"\b(?:me|us)\b(?!\s+(?:a|an|the|some|my|our|this|that|your|one)\b)",
+    re.IGNORECASE,
+)
+_JA_REQUEST = re.compile(r"(?:て|で)(?:ください|下さい|くれ|くれる|ね|よ|ほしい)?$")
+_JA_OTHER_OBJECT = re.compile(r"(?<!私)(?<!僕)(?<!俺)を")
+_KO_REQUEST = re.compile(r"(?:줘|주세요|줘요|줄래|주라)$")
+_KO_OTHER_OBJECT = re.compile(r"(?<!나)(?<!저)(?<!날)(?<!우리)[을를]")
+_TRAILING = re.compile(r"[\s.。!！~～,，、]+$")
+
+
+def asks_for_user(pieces: list[str]) -> bool:
+    """Whether a clause, its time expressions taken out, asks Soul to act on the user.
+
+    ``pieces`` are the clause's folded text between its time expressions, in
+    order ("10分钟后提醒我" → ``["", "提醒我"]``).
+    """
+    words = [p.strip(" ,，、。") for p in pieces]
+    words = [w for w in words if w]
+    if not words:
         return False
-    cleaned = POSITIVE_NEGATIONS.sub(" ", text)
-    return NEGATION.search(cleaned) is not None
+    text = _TRAILING.sub("", " ".join(words))
+    # Chinese: a verb with the user as its object, and no other subject first.
+    if not _ZH_SUBJECT.match(words[0]) and any(
+        _ZH_USER_OBJECT.search(w) and not _ZH_MOTION.search(w) for w in words
+    ):
+        return True
+    # English: an imperative ("remind me", "wake us up").
+    lead = _EN_LEAD.sub("", text)
+    if _EN_USER_OBJECT.search(lead) and not _EN_SUBJECT.match(lead):
+        return True
+    # Japanese: a request form (…て, …てください) acting on no other object.
+    if _JA_REQUEST.search(text) and not _JA_OTHER_OBJECT.search(text):
+        return True
+    # Korean: a request form (…줘, …주세요) acting on no other object.
+    return bool(_KO_REQUEST.search(text) and not _KO_OTHER_OBJECT.search(text))

@@ -32,7 +32,8 @@ class Candidate:
     status: str = "ready"
 
 
-def _noisy_or(scores: list[float]) -> float:
+def noisy_or(scores: list[float]) -> float:
+    """Combine independent pieces of evidence: 1 − Π(1 − s)."""
     remaining = 1.0
     for score in scores:
         remaining *= 1.0 - max(0.0, min(1.0, score))
@@ -71,8 +72,10 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         scores.append(0.75)
         strong = True
     if intent.keywords_all:
-        evidence.append(
-            {"type": "keywords_all", "value": list(intent.keywords_all), "score": 0.7}
+        # Evidence values are strings (§4.4.2): one entry per keyword.
+        evidence.extend(
+            {"type": "keywords_all", "value": keyword, "score": 0.7}
+            for keyword in sorted(found_all)
         )
         scores.append(0.7)
         strong = True
@@ -119,27 +122,33 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         scores.append(score)
     if intent.examples:
         clause_grams = bigrams(reading.clause.folded.text)
-        best = max(
+        best, closest = max(
             (
-                2 * len(clause_grams & example) / (len(clause_grams) + len(example))
-                for example in intent.examples
+                (
+                    2
+                    * len(clause_grams & example)
+                    / (len(clause_grams) + len(example)),
+                    position,
+                )
+                for position, example in enumerate(intent.examples)
                 if clause_grams or example
             ),
-            default=0.0,
+            default=(0.0, 0),
         )
         if best >= 0.3:
             evidence.append(
-                {"type": "example", "value": round(best, 3), "score": round(best, 3)}
+                {
+                    "type": "example",
+                    "value": intent.example_texts[closest],
+                    "score": round(best, 3),
+                }
             )
             scores.append(best)
             strong = strong or best >= 0.5
     if intent.entity_types_all:
-        evidence.append(
-            {
-                "type": "entity_types_all",
-                "value": list(intent.entity_types_all),
-                "score": 0.5,
-            }
+        evidence.extend(
+            {"type": "entity_types_all", "value": kind, "score": 0.5}
+            for kind in intent.entity_types_all
         )
         scores.append(0.5)
     if not scores:
@@ -152,12 +161,12 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         evidence.append(
             {
                 "type": "hint_score",
-                "value": intent.hint_score,
+                "value": f"{intent.hint_score:g}",
                 "score": intent.hint_score,
             }
         )
         scores.append(intent.hint_score)
-    confidence = round(min(0.99, _noisy_or(scores)), 3)
+    confidence = round(min(0.99, noisy_or(scores)), 3)
     strong = not _mere_mention(reading, strong, best_coverage, from_text)
     return Candidate(
         intent=intent,

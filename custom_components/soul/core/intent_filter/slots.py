@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 import re
 from typing import Any
 
-from .catalog import Intent, Slot, fold
+from .catalog import LENGTH_NAME, Intent, Slot, fold
 from .durations import Duration
 from .lexicon import Entity, find_entities, surfaces_of
 from .numbers import parse_number
@@ -33,7 +33,6 @@ _NUMBER_SLOTS = re.compile(
     r"(?:^|_)(?:brightness|volume|level|percent|percentage|count|times|number|value|"
     r"temperature|speed|step|amount)(?:$|_)"
 )
-_DURATION_LIKE = re.compile(r"duration|length|period|hold|keep|for_|_for|run_")
 _NUMERIC = re.compile(r"\s*[0-9０-９.]+\s*|[零〇一二两兩三四五六七八九十百千万点點半]+")
 
 
@@ -42,7 +41,8 @@ def json_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else round(value, 3)
 
 
-def _time_signals(reading: Reading) -> tuple[list[Duration], list[TimePoint]]:
+def time_signals(reading: Reading) -> tuple[list[Duration], list[TimePoint]]:
+    """Return the clause's durations and clock times, or those lent by a neighbour."""
     if reading.durations or reading.time_points or reading.borrowed is None:
         return reading.durations, reading.time_points
     return reading.borrowed.durations, reading.borrowed.time_points
@@ -52,8 +52,8 @@ def _seconds_for(
     slot_name: str, reading: Reading, now: datetime, command: str
 ) -> tuple[float, str] | None:
     """Pick the time signal a ``*_seconds`` slot means, as (seconds, text)."""
-    durations, points = _time_signals(reading)
-    if _DURATION_LIKE.search(slot_name):
+    durations, points = time_signals(reading)
+    if LENGTH_NAME.search(slot_name):
         ordered = [d for d in durations if not d.relative] + [
             d for d in durations if d.relative
         ]
@@ -70,35 +70,41 @@ def _seconds_for(
     return None
 
 
-def _time_value(
-    slot: Slot, reading: Reading, now: datetime, command: str
-) -> tuple[Any, str] | None:
-    """Return the value of a slot bound with ``from_time_key`` / ``time_kind``."""
-    durations, points = _time_signals(reading)
+def _time_value(slot: Slot, reading: Reading, ctx: Context) -> tuple[Any, str] | None:
+    """Return the value of a slot bound with ``from_time_key`` / ``time_kind``.
+
+    The clause's durations come first, then its clock times, as in the
+    DesktopRobot filter: the first time signal of the slot's ``time_kind`` that
+    has the key gives the value (a clock time has no ``duration_seconds``; a
+    duration has no ``timezone``).
+    """
+    durations, points = time_signals(reading)
     key = slot.from_time_key or "seconds"
-    if slot.time_kind != "time_point" and durations:
+    now, command = ctx.request.now, ctx.request.command
+    if slot.time_kind != "time_point" and durations and key != "timezone":
         d = durations[0]
         moment = now + timedelta(seconds=d.seconds)
-        values = {
-            "seconds": d.seconds,
-            "seconds_from_now": d.seconds,
-            "iso": moment.isoformat(),
-            "timestamp": moment.timestamp(),
-        }
-        raw = command[d.start : d.end]
-    elif slot.time_kind != "duration" and points:
+        seconds: float = d.seconds
+        kind, raw = "duration", command[d.start : d.end]
+    elif slot.time_kind != "duration" and points and key != "duration_seconds":
         p = points[0]
-        seconds = p.seconds_from(now)
-        values = {
-            "seconds": seconds,
-            "seconds_from_now": seconds,
-            "iso": p.at.isoformat(),
-            "timestamp": p.at.timestamp(),
-        }
-        raw = command[p.start : p.end]
+        moment, seconds = p.at, p.seconds_from(now)
+        kind, raw = "time_point", command[p.start : p.end]
     else:
         return None
-    value = raw if key == "text" else values[key]
+    value: Any
+    if key in ("text", "raw"):
+        value = raw
+    elif key == "kind":
+        value = kind
+    elif key == "timezone":
+        value = ctx.request.timezone
+    elif key in ("iso", "trigger_at"):
+        value = moment.isoformat()
+    elif key == "timestamp":
+        value = moment.timestamp()
+    else:  # seconds, seconds_from_now, duration_seconds
+        value = seconds
     return (json_number(value) if isinstance(value, float) else value), raw
 
 
@@ -154,7 +160,6 @@ def fill_slots(
     normalized: dict[str, Any] = {}
     missing: list[str] = []
     from_text = 0
-    now = ctx.request.now
     for slot in intent.slots:
         value: Any = None
         raw: str | None = None
@@ -175,8 +180,7 @@ def fill_slots(
         if (
             not found
             and (slot.from_time_key or slot.time_kind)
-            and (timed := _time_value(slot, reading, now, ctx.request.command))
-            is not None
+            and (timed := _time_value(slot, reading, ctx)) is not None
         ):
             value, raw = timed
             found = True
@@ -195,8 +199,7 @@ def fill_slots(
             if (
                 not found
                 and {"duration", "time_point", "time"} & set(slot.from_entity_types)
-                and (timed := _time_value(slot, reading, now, ctx.request.command))
-                is not None
+                and (timed := _time_value(slot, reading, ctx)) is not None
             ):
                 value, raw = timed
                 found = True
