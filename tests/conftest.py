@@ -32,6 +32,8 @@ from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
 from devtools.broker import MqttBroker
 from devtools.fake_llm import FakeOpenAI
 
+from .mem0_environment import prepare_mem0
+
 
 @pytest.fixture(autouse=True)
 def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
@@ -77,6 +79,12 @@ async def fake_llm(socket_enabled: None) -> AsyncGenerator[FakeOpenAI]:
     await server.start()
     yield server
     await server.close()
+
+
+@pytest.fixture(scope="session")
+def mem0_installed() -> None:
+    """mem0ai installed as Soul installs it in Home Assistant (tests/mem0_environment.py)."""
+    prepare_mem0()
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,6 @@ from custom_components.soul.const import (
     CONF_TOPIC_PREFIX,
     DOMAIN,
 )
-from custom_components.soul.core.memory.mem0_embedded import mem0_available
 from custom_components.soul.helpers import find_device, find_terminal_id
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
@@ -199,7 +198,7 @@ def _answer_from_memory(body: dict) -> Reply | None:
     return Reply(content="我一时想不起来，但我在听。")
 
 
-@pytest.mark.skipif(not mem0_available(), reason="mem0ai not installed")
+@pytest.mark.usefixtures("mem0_installed")
 async def test_body_sees_memory_statuses_and_the_reply_uses_an_old_fact(
     hass: HomeAssistant,
     real_mqtt: MockConfigEntry,

@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from datetime import timedelta
 import json
+import logging
 from pathlib import Path
+import sys
 from typing import Any
 from unittest.mock import patch
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
-from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.requirements import async_process_requirements
+from homeassistant.util import package as pkg_util
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -32,19 +35,19 @@ from custom_components.soul.const import (
     CONF_MEMORY_BACKEND,
     CONF_TOPIC_PREFIX,
     DOMAIN,
+    MEM0_DEPENDENCIES,
 )
-from custom_components.soul.core.memory.mem0_embedded import (
-    EmbeddedMem0,
-    mem0_available,
-)
+from custom_components.soul.core.memory.mem0_embedded import EmbeddedMem0
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, mem0_responder, tool_call
 from devtools.mem0_rest import Mem0Rest
 
 from .core.memory import make_config
+from .mem0_environment import ha_pin
+from .package_index import LocalIndex
 from .test_terminals import T, announce
 
-pytestmark = pytest.mark.skipif(not mem0_available(), reason="mem0ai not installed")
+pytestmark = pytest.mark.usefixtures("mem0_installed")
 CHAT = "/api/soul/v1/chat"
 SENSOR = "binary_sensor.soul_memory"
 DIMS = 64
@@ -105,7 +108,20 @@ async def test_embedded_memory(
     mqtt_mock: MqttMockHAClient,
     hass_client: ClientSessionGenerator,
 ) -> None:
-    entry = await setup(hass, options(llm))  # embedded is the default with an LLM
+    with patch(
+        "custom_components.soul.memory.async_process_requirements",
+        wraps=async_process_requirements,
+    ) as process_requirements:
+        # embedded is the default with an LLM
+        entry = await setup(hass, options(llm))
+    # mem0's real requirements went through Home Assistant's requirements helper,
+    # and mem0 runs next to the protobuf this Home Assistant pins (7 on >= 2026.10).
+    process_requirements.assert_awaited_once_with(
+        hass, DOMAIN, list(MEM0_DEPENDENCIES), is_built_in=False
+    )
+    pin = ha_pin("protobuf")
+    assert pin and await hass.async_add_executor_job(pkg_util.is_installed, pin)
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "mem0_unavailable") is None
     try:
         assert hass.states.get(SENSOR).state == "on"
         assert hass.states.get(SENSOR).attributes["backend"] == "mem0_embedded"
@@ -234,17 +250,92 @@ async def test_server_memory_outage_archival_and_restart(  # noqa: PLR0917
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 
-async def test_embedded_mem0_unavailable_raises_a_repair_issue(
-    hass: HomeAssistant, llm: FakeOpenAI, mqtt_mock: MqttMockHAClient
-) -> None:
-    with patch(
-        "custom_components.soul.memory.async_process_requirements",
-        side_effect=HomeAssistantError("protobuf==7.36.0 conflicts with mem0ai"),
-    ):
-        entry = await setup(hass, options(llm))
+def repair_error(hass: HomeAssistant) -> str:
+    """Return the error the ``mem0_unavailable`` repair issue shows."""
     issue = ir.async_get(hass).async_get_issue(DOMAIN, "mem0_unavailable")
     assert issue is not None
-    assert "protobuf" in issue.translation_placeholders["error"]
+    return issue.translation_placeholders["error"]
+
+
+async def assert_without_memory(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """Soul runs without memory; unload it."""
     assert hass.states.get(SENSOR).state == "off"
     assert entry.runtime_data.chat.memory is None
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_repair_issue_when_mem0_s_requirements_cannot_be_installed(
+    hass: HomeAssistant,
+    llm: FakeOpenAI,
+    mqtt_mock: MqttMockHAClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Home Assistant's requirements helper really fails (an empty local index)."""
+    LocalIndex(tmp_path / "index", monkeypatch)
+    with patch(
+        "custom_components.soul.memory.MEM0_DEPENDENCIES", ("soul-missing-dep==1.0",)
+    ):
+        entry = await setup(hass, options(llm))
+    assert "soul-missing-dep==1.0" in repair_error(hass)
+    await assert_without_memory(hass, entry)
+
+
+async def test_repair_issue_when_mem0ai_cannot_be_installed_then_cleared(
+    hass: HomeAssistant,
+    llm: FakeOpenAI,
+    mqtt_mock: MqttMockHAClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The --no-deps install really fails; the next good setup clears the issue."""
+    LocalIndex(tmp_path / "index", monkeypatch)
+    with patch(
+        "custom_components.soul.memory.MEM0_REQUIREMENT", "soul-missing-mem0==1.0"
+    ):
+        entry = await setup(hass, options(llm))
+    error = repair_error(hass)
+    assert error.startswith("cannot install soul-missing-mem0==1.0: ")
+    assert "not found" in error  # uv's own words
+    await assert_without_memory(hass, entry)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "mem0_unavailable") is None
+    assert hass.states.get(SENSOR).state == "on"
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_repair_issue_when_mem0_does_not_import(
+    hass: HomeAssistant,
+    llm: FakeOpenAI,
+    mqtt_mock: MqttMockHAClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Installed (its metadata is there) but not importable: the import check says so."""
+    monkeypatch.setitem(sys.modules, "mem0", None)
+    entry = await setup(hass, options(llm))
+    assert repair_error(hass) == "mem0ai is not importable"
+    await assert_without_memory(hass, entry)
+
+
+async def test_skip_pip_packages_skips_the_mem0ai_install(  # noqa: PLR0917
+    hass: HomeAssistant,
+    llm: FakeOpenAI,
+    mqtt_mock: MqttMockHAClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Listed in Home Assistant's skip_pip_packages, mem0ai is never installed."""
+    LocalIndex(tmp_path / "index", monkeypatch)  # an install would fail
+    hass.config.skip_pip_packages = ["mem0ai"]
+    # Another version than the installed one: without the skip, uv would run.
+    with (
+        caplog.at_level(logging.WARNING),
+        patch("custom_components.soul.memory.MEM0_REQUIREMENT", "mem0ai==0.0.1"),
+    ):
+        entry = await setup(hass, options(llm))
+    assert "Skipping requirement mem0ai==0.0.1" in caplog.text
+    assert ir.async_get(hass).async_get_issue(DOMAIN, "mem0_unavailable") is None
+    assert hass.states.get(SENSOR).state == "on"
     assert await hass.config_entries.async_unload(entry.entry_id)

@@ -60,6 +60,20 @@ MEMORY_BACKENDS: Final = (MEMORY_EMBEDDED, MEMORY_SERVER, MEMORY_NONE)
 DEFAULT_EMBEDDING_MODEL: Final = "text-embedding-3-small"
 DEFAULT_EMBEDDING_DIMS: Final = 1536
 DEFAULT_MEMORY_TIMEOUT: Final = 5.0
-# Installed on demand, never listed in manifest.json (see docs/decisions.md).
-MEM0_REQUIREMENT: Final = "mem0ai>=2.2,<3"
+# mem0ai is installed on demand and never listed in manifest.json: its metadata
+# pins protobuf<7, which Home Assistant >= 2026.10 (protobuf 7) cannot install,
+# although mem0 never imports protobuf (docs/decisions.md). Its real runtime
+# requirements (mem0ai's own, without protobuf) go through Home Assistant's
+# requirements helper, then mem0ai itself is installed without dependencies
+# (memory.py). Both change together: a test compares them with mem0ai's metadata.
+MEM0_REQUIREMENT: Final = "mem0ai==2.2.1"
+MEM0_DEPENDENCIES: Final = (
+    "httpx>=0.28.0",
+    "openai>=1.90.0",
+    "posthog>=7.14.0",
+    "pydantic>=2.7.3",
+    "pytz>=2024.1",
+    "qdrant-client>=1.12.0",
+    "sqlalchemy>=2.0.31",
+)
 ISSUE_MEM0_UNAVAILABLE: Final = "mem0_unavailable"

@@ -2,15 +2,22 @@
 
 ``async_create_memory`` builds the ``MemoryManager`` of the hub entry (or
 None when memory is off). The embedded backend needs ``mem0ai``, which is
-not in ``manifest.json`` (Home Assistant ≥ 2026.10 pins protobuf 7, which
-mem0ai rejects): it is installed through Home Assistant's requirements helper
-when chosen, and a repair issue explains the conflict when that fails.
+not in ``manifest.json``: its metadata pins protobuf<7, which Home Assistant
+≥ 2026.10 (protobuf 7) cannot install, although mem0 never imports protobuf.
+When the backend is chosen, ``async_install_mem0`` installs mem0's real
+requirements through Home Assistant's requirements helper, then mem0ai alone
+(``--no-deps``) with the command Home Assistant uses, and mem0 is imported to
+prove it works; a repair issue says what failed otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+import os
+import site
+import subprocess
+import sys
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
@@ -18,7 +25,9 @@ from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 from homeassistant.helpers.event import async_track_time_interval
-from homeassistant.requirements import async_process_requirements
+from homeassistant.requirements import async_process_requirements, pip_kwargs
+from homeassistant.util import package as pkg_util
+from packaging.requirements import Requirement
 
 from .const import (
     CONF_EMBEDDING_DIMS,
@@ -36,6 +45,7 @@ from .const import (
     DOMAIN,
     ISSUE_MEM0_UNAVAILABLE,
     LOGGER,
+    MEM0_DEPENDENCIES,
     MEM0_REQUIREMENT,
     MEMORY_EMBEDDED,
     MEMORY_NONE,
@@ -43,13 +53,23 @@ from .const import (
 )
 from .core.memory.base import MemoryBackend
 from .core.memory.manager import MemoryManager
-from .core.memory.mem0_embedded import EmbeddedMem0, EmbeddedMem0Config, mem0_available
+from .core.memory.mem0_embedded import (
+    EmbeddedMem0,
+    EmbeddedMem0Config,
+    import_mem0,
+    mem0_available,
+)
 from .core.memory.mem0_server import Mem0Server
 from .helpers import now_timestamp
 from .storage import DebouncedStore
 
 HEALTH_INTERVAL = timedelta(seconds=60)
 MEMORY_DIR = "soul_memory"
+# The whole uv command; Home Assistant only bounds each HTTP request (uv's
+# HTTP_TIMEOUT, from pip_kwargs).
+INSTALL_TIMEOUT = 600
+# As homeassistant.util.package: with these set, uv picks the environment itself.
+_UV_PYTHON_VARS = ("UV_SYSTEM_PYTHON", "UV_PYTHON")
 
 
 def signal_memory_ready(entry_id: str) -> str:
@@ -64,14 +84,88 @@ def memory_backend_name(options: Any) -> str:
     return MEMORY_EMBEDDED if options.get(CONF_LLM_BASE_URL) else MEMORY_NONE
 
 
+def install_without_dependencies(
+    requirement: str,
+    *,
+    constraints: str | None = None,
+    target: str | None = None,
+    timeout: int | None = None,
+) -> None:
+    """Install ``requirement`` and none of its dependencies, as Home Assistant would.
+
+    The command of ``homeassistant.util.package.install_package`` -- uv run by
+    this interpreter, ``unsafe-first-match`` over the indexes of the ``UV_*``
+    environment (Home Assistant's wheel index on its images), ``--upgrade``,
+    Home Assistant's constraints, its ``deps`` target, or the user site outside
+    a virtual environment -- plus ``--no-deps``. The keywords are
+    ``homeassistant.requirements.pip_kwargs(config_dir)``. Blocks (executor);
+    raises ``RuntimeError`` with uv's message when the install fails.
+    """
+    env = os.environ.copy()
+    args = [
+        sys.executable, "-m", "uv", "pip", "install", "--quiet", "--no-deps",
+        requirement, "--index-strategy", "unsafe-first-match", "--upgrade",
+    ]  # fmt: skip
+    if timeout:
+        env["HTTP_TIMEOUT"] = str(timeout)
+    if constraints is not None:
+        args += ["--constraint", constraints]
+    if target:
+        args += ["--target", os.path.abspath(target)]  # noqa: PTH100 - as HA
+    elif (
+        not pkg_util.is_virtual_env()
+        and not any(var in env for var in _UV_PYTHON_VARS)
+        and (user_site := site.getusersitepackages())
+    ):
+        args += ["--python", sys.executable, "--target", user_site]
+    try:
+        done = subprocess.run(  # noqa: S603 - our arguments, no shell
+            args,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=INSTALL_TIMEOUT,
+            close_fds=False,  # as Home Assistant: lets Python use posix_spawn
+        )
+    except subprocess.TimeoutExpired as err:
+        raise RuntimeError(
+            f"installing {requirement} took more than {INSTALL_TIMEOUT} s"
+        ) from err
+    if done.returncode:
+        message = " ".join(done.stderr.decode(errors="replace").split())
+        raise RuntimeError(
+            f"cannot install {requirement}: {message or f'uv exit {done.returncode}'}"
+        )
+
+
+def _install_mem0(config_dir: str) -> None:
+    """Install mem0ai without its dependencies unless it is there (executor)."""
+    if not pkg_util.is_installed(MEM0_REQUIREMENT):
+        install_without_dependencies(MEM0_REQUIREMENT, **pip_kwargs(config_dir))
+
+
+async def async_install_mem0(hass: HomeAssistant) -> None:
+    """Install mem0's real requirements, then mem0ai without its protobuf pin.
+
+    The requirements go through Home Assistant's requirements helper (its
+    constraints, retries and failure memory); mem0ai, absent from them, is
+    installed alone unless Home Assistant is told to skip it
+    (``skip_pip_packages``). Raises when an install fails.
+    """
+    await async_process_requirements(
+        hass, DOMAIN, list(MEM0_DEPENDENCIES), is_built_in=False
+    )
+    if Requirement(MEM0_REQUIREMENT).name in hass.config.skip_pip_packages:
+        LOGGER.warning(
+            "Skipping requirement %s. This may cause issues", MEM0_REQUIREMENT
+        )
+        return
+    await hass.async_add_executor_job(_install_mem0, hass.config.config_dir)
+
+
 async def _async_embedded(hass: HomeAssistant, options: Any) -> MemoryBackend:
     """Install mem0ai if needed and build the embedded backend (raises on failure)."""
-    await async_process_requirements(
-        hass, DOMAIN, [MEM0_REQUIREMENT], is_built_in=False
-    )
-    # find_spec reads the file system: not in the event loop.
-    if not await hass.async_add_executor_job(mem0_available):
-        raise ImportError("mem0ai is not importable")
+    await async_install_mem0(hass)
     config = EmbeddedMem0Config(
         data_dir=hass.config.path(MEMORY_DIR),
         llm_base_url=options[CONF_LLM_BASE_URL],
@@ -80,6 +174,11 @@ async def _async_embedded(hass: HomeAssistant, options: Any) -> MemoryBackend:
         embedding_model=options.get(CONF_EMBEDDING_MODEL, DEFAULT_EMBEDDING_MODEL),
         embedding_dims=int(options.get(CONF_EMBEDDING_DIMS, DEFAULT_EMBEDDING_DIMS)),
     )
+    # find_spec and the first import read the file system: not in the event loop.
+    if not await hass.async_add_executor_job(mem0_available):
+        raise ImportError("mem0ai is not importable")
+    # Importing proves that mem0's dependencies are there too.
+    await hass.async_add_executor_job(import_mem0, config.mem0_dir)
     return EmbeddedMem0(config, executor=hass.async_add_executor_job)
 
 

@@ -2,7 +2,8 @@
 
 The mem0 tests run the real mem0 (local Qdrant on disk under ``tmp_path``)
 against ``devtools.fake_llm``, which embeds and answers mem0's prompts. They
-are skipped when mem0ai is not installed: one CI flavour cannot install it.
+need mem0ai: the ``mem0_installed`` fixture installs it as Soul does
+(tests/mem0_environment.py).
 """
 
 from __future__ import annotations

@@ -14,17 +14,14 @@ import time
 import pytest
 
 from custom_components.soul.core.memory import MemoryBackendError
-from custom_components.soul.core.memory.mem0_embedded import (
-    EmbeddedMem0,
-    mem0_available,
-)
+from custom_components.soul.core.memory.mem0_embedded import EmbeddedMem0
 from devtools.fake_llm import FakeOpenAI, mem0_responder
 
 from . import ALICE_META, EMBEDDING_DIMS, make_config
 
-# Not pytest.importorskip("mem0"): importing mem0 before the backend sets
+# mem0 is imported by the backend only: importing it before the backend sets
 # MEM0_DIR and MEM0_TELEMETRY would write ~/.mem0 and switch telemetry on.
-pytestmark = pytest.mark.skipif(not mem0_available(), reason="mem0ai not installed")
+pytestmark = pytest.mark.usefixtures("mem0_installed")
 
 ROOT = Path(__file__).resolve().parents[3]
 TEA = [{"role": "user", "content": "I like green tea. I live in Paris."}]

@@ -12,10 +12,7 @@ from aiohttp import web
 import pytest
 
 from custom_components.soul.core.memory import MemoryBackendError
-from custom_components.soul.core.memory.mem0_embedded import (
-    EmbeddedMem0,
-    mem0_available,
-)
+from custom_components.soul.core.memory.mem0_embedded import EmbeddedMem0
 from custom_components.soul.core.memory.mem0_server import HEALTH_USER, Mem0Server
 from devtools.broker import free_port
 from devtools.fake_llm import FakeOpenAI, mem0_responder
@@ -25,7 +22,7 @@ from . import ALICE_META, make_config
 
 KEY = "m0sk_test-key"
 TEA = [{"role": "user", "content": "I like green tea. I live in Paris."}]
-needs_mem0 = pytest.mark.skipif(not mem0_available(), reason="mem0ai not installed")
+needs_mem0 = pytest.mark.usefixtures("mem0_installed")
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ module imports it lazily, inside the executor, after setting them:
   a background thread and fetches notice texts from GitHub.
 
 Importing this module does not import mem0; ``mem0_available()`` says whether
-it is installed (it is optional: it needs ``protobuf<7``).
+it is installed (it is optional, installed on demand: see ``memory.py``) and
+``import_mem0()`` imports it, which proves its dependencies are there.
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ HEALTH_PROBE = "Soul memory health check"
 # report NONE and DELETE).
 STORED_EVENTS = frozenset({"ADD", "UPDATE"})
 _MAX_DETAIL = 200
+# The mem0 modules of the providers ``EmbeddedMem0Config.mem0_config`` names
+# (qdrant-client, openai).
+MEM0_PROVIDERS = (
+    "mem0.vector_stores.qdrant",
+    "mem0.llms.openai",
+    "mem0.embeddings.openai",
+)
 
 
 def mem0_available() -> bool:
@@ -127,10 +135,13 @@ class EmbeddedMem0Config:
         }
 
 
-def _import_mem0(mem0_dir: str) -> Any:
+def import_mem0(mem0_dir: str) -> Any:
     """Import mem0 with its home directory and telemetry settled; return ``Memory``.
 
-    Runs in the executor: the first import reads and writes files.
+    Also imports the providers ``mem0_config`` chooses, so every dependency
+    the backend uses is loaded. Runs in the executor: the first import reads
+    and writes files. Raises ``ImportError`` when mem0 or a module it needs is
+    missing (mem0ai is installed without its dependencies: see ``memory.py``).
     """
     if "mem0" not in sys.modules:
         Path(mem0_dir).mkdir(parents=True, exist_ok=True)
@@ -138,6 +149,9 @@ def _import_mem0(mem0_dir: str) -> Any:
         os.environ["MEM0_TELEMETRY"] = "False"
     from mem0 import Memory  # noqa: PLC0415
     from mem0.memory import main as mem0_main, telemetry  # noqa: PLC0415
+
+    for provider in MEM0_PROVIDERS:
+        importlib.import_module(provider)
 
     # Imported earlier by someone else with telemetry on: switch it off anyway.
     if telemetry.MEM0_TELEMETRY or getattr(mem0_main, "MEM0_TELEMETRY", False):
@@ -260,7 +274,7 @@ class EmbeddedMem0:
         if not mem0_available():
             raise MemoryBackendError("mem0 is not installed (pip package mem0ai)")
         Path(self.config.data_dir).mkdir(parents=True, exist_ok=True)
-        memory_class = _import_mem0(self.config.mem0_dir)
+        memory_class = import_mem0(self.config.mem0_dir)
         memory = memory_class.from_config(self.config.mem0_config())
         # mem0 builds its openai clients with the library defaults (600 s, 2 retries).
         for part in (memory.llm, memory.embedding_model):
