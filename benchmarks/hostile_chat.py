@@ -39,11 +39,7 @@ from benchmarks.hostile_meter import (
     size_label,
 )
 from custom_components.soul.core import protocol, untrusted
-from custom_components.soul.core.chat import (
-    MAX_ARGUMENTS_BYTES,
-    MAX_REPLY,
-    ChatPipeline,
-)
+from custom_components.soul.core.chat import ChatPipeline
 from custom_components.soul.core.chat_request import parse_chat_request
 from custom_components.soul.core.emotion import analyze_emotion
 from custom_components.soul.core.intent_filter import cached_catalog, filter_intents
@@ -52,6 +48,7 @@ from custom_components.soul.core.llm import (
     LLMResponseError,
     OpenAICompatibleLLM,
 )
+from custom_components.soul.core.reasoning import MAX_ARGUMENTS_BYTES, MAX_REPLY
 from custom_components.soul.core.registry import TerminalRegistry
 from custom_components.soul.core.topics import Kind
 

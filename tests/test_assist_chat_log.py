@@ -48,16 +48,27 @@ async def test_the_debug_view_shows_every_step(
     fake_llm: FakeOpenAI,
     body: Body,  # noqa: F811
 ) -> None:
-    """Tool calls and results are in the chat log, then the streamed reply."""
-    fake_llm.reply(tool_calls=[tool_call("control_light", {"mode": "on"}, "c1")])
-    fake_llm.reply("The lamp is on now.")
+    """Tool calls and results are in the chat log, then the reply.
+
+    One model call (§2 step 8): its streamed text and its tool call, then the
+    body's result; a call without text gets a short confirmation after it.
+    """
+    fake_llm.reply(
+        "The lamp is on now.",
+        tool_calls=[tool_call("control_light", {"mode": "on"}, "c1")],
+    )
     result = await conversation.async_converse(
         hass, "Could you brighten things up?", None, Context(), "en", agent_id=AGENT
     )
     assert result.response.speech["plain"]["speech"] == "The lamp is on now."
+    assert len(fake_llm.chat_requests) == 1
     content = _content(hass, result.conversation_id)
     roles = [c.role for c in content]
+    # The streamed text with its call, the result, and the answer that closes
+    # the turn (added whole: a voice pipeline does not say it twice).
     assert roles == ["system", "user", "assistant", "tool_result", "assistant"]
+    assert content[2].content == content[4].content == "The lamp is on now."
+    assert not content[4].tool_calls
     call = content[2].tool_calls[0]
     assert (call.tool_name, call.tool_args, call.id, call.external) == (
         "control_light",
@@ -67,10 +78,17 @@ async def test_the_debug_view_shows_every_step(
     )
     assert content[3].tool_call_id == "c1"
     assert tool_result_data(content[3])["ok"] is True
-    assert content[4].content == "The lamp is on now."
     assert body.requests[-1]["skill"] == "control_light"
-    # Both model rounds were streamed.
-    assert all(r.get("stream") for r in fake_llm.chat_requests)
+    assert fake_llm.chat_requests[0].get("stream")
+    # Without text, the confirmation follows the result.
+    fake_llm.reply(tool_calls=[tool_call("set_head_motion", {"action": "点头"}, "c2")])
+    result = await conversation.async_converse(
+        hass, "Do you agree?", result.conversation_id, Context(), "en", agent_id=AGENT
+    )
+    assert result.response.speech["plain"]["speech"] == "Okay."
+    content = _content(hass, result.conversation_id)
+    assert [c.role for c in content[-3:]] == ["assistant", "tool_result", "assistant"]
+    assert content[-1].content == "Okay."
 
 
 async def test_one_history_serves_the_agent(
@@ -79,8 +97,9 @@ async def test_one_history_serves_the_agent(
     body: Body,  # noqa: F811
 ) -> None:
     """The second turn's model messages are the chat log's, tool steps included."""
-    fake_llm.reply(tool_calls=[tool_call("set_head_motion", {"action": "点头"}, "n1")])
-    fake_llm.reply("I nodded.")
+    fake_llm.reply(
+        "I nodded.", tool_calls=[tool_call("set_head_motion", {"action": "点头"}, "n1")]
+    )
     first = await conversation.async_converse(
         hass, "Do you agree with me?", None, Context(), "en", agent_id=AGENT
     )

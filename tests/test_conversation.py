@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from types import MappingProxyType
 from typing import Any
 
 from homeassistant.components import conversation
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
@@ -111,32 +109,68 @@ async def test_assist_with_the_model_and_home_assistant_tools(
     assert "Aria" in request["messages"][0]["content"]
 
 
-async def test_a_soul_without_a_body_says_so(
-    hass: HomeAssistant, init_integration: MockConfigEntry
+async def test_a_soul_without_a_body_talks(
+    hass: HomeAssistant, fake_llm: FakeOpenAI, mqtt_mock: MqttMockHAClient
 ) -> None:
-    hass.config_entries.async_add_subentry(
-        init_integration,
-        ConfigSubentry(
-            data=MappingProxyType({"name": "Lonely", "mbti_type": "INFP"}),
-            subentry_type="soul",
-            title="Lonely",
-            unique_id=None,
-        ),
+    """The model and Home Assistant's tools answer; the body's skills join later."""
+    assert await async_setup_component(hass, "intent", {})
+    hass.states.async_set("light.desk", "off", {"friendly_name": "Desk lamp"})
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_LLM_BASE_URL: fake_llm.base_url,
+            CONF_MEMORY_BACKEND: "none",
+            CONF_LLM_MODEL: DEFAULT_MODEL,
+        },
+        subentries_data=[
+            {
+                "data": {
+                    "name": "Lonely",
+                    "mbti_type": "INFP",
+                    "llm_hass_api": ["assist"],
+                },
+                "subentry_type": "soul",
+                "title": "Lonely",
+                "unique_id": None,
+            }
+        ],
     )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
+    agent = "conversation.lonely"
+    fake_llm.reply("Hello! I have no body yet, but I can talk.")
     result = await conversation.async_converse(
-        hass, "hello", None, Context(), language="en", agent_id="conversation.lonely"
+        hass, "hello", None, Context(), language="en", agent_id=agent
     )
-    assert result.response.error_code is not None
+    assert result.response.error_code is None
     speech = result.response.speech["plain"]["speech"]
-    # It says where to bind one: the body's Soul select, or the action.
-    assert speech.startswith("Lonely has no body yet.")
-    assert "choose Lonely as its Soul" in speech
-    assert "soul.select_soul" in speech
-    result = await conversation.async_converse(
-        hass, "你好", None, Context(), language="zh-cn", agent_id="conversation.lonely"
+    assert speech == "Hello! I have no body yet, but I can talk."
+    (request,) = fake_llm.chat_requests
+    assert "You have no body yet" in request["messages"][0]["content"]
+    offered = {t["function"]["name"] for t in request["tools"]}
+    assert any(name.endswith("HassTurnOn") for name in offered)
+    assert "control_light" not in offered
+    assert not [
+        c for c in mqtt_mock.async_publish.call_args_list if "/terminal/" in c.args[0]
+    ]
+    # Once a body is bound, its skills join.
+    soul_id = next(iter(entry.subentries))
+    entry.runtime_data.souls.bind(T, soul_id)
+    announce(hass)
+    await hass.async_block_till_done()
+    fake_llm.reply("Now I have a body!")
+    await conversation.async_converse(
+        hass, "how do you feel?", None, Context(), language="en", agent_id=agent
     )
-    assert "“灵魂”选项中选择Lonely" in result.response.speech["plain"]["speech"]
+    offered = {t["function"]["name"] for t in fake_llm.chat_requests[-1]["tools"]}
+    assert "control_light" in offered
+    assert (
+        "You have no body yet"
+        not in fake_llm.chat_requests[-1]["messages"][0]["content"]
+    )
 
 
 async def test_soul_bodies_llm_api(hass: HomeAssistant, body: Any) -> None:  # noqa: F811

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import MappingProxyType
 from typing import Any
 from unittest.mock import patch
 
 from aiohttp import ClientWebSocketResponse, WSMsgType, WSServerHandshakeError
+from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
+
+from custom_components.soul.core.chat_phrases import phrase
 
 from .test_terminals import T, announce
 
@@ -310,6 +314,40 @@ async def test_a_soul_answers_chat_actions(
             break
         await asyncio.sleep(0.02)
     assert session.context[-1]["event"] == event
+
+
+async def test_a_soul_without_a_body_answers_chat_actions(
+    hass: HomeAssistant, clients: Clients, init_integration: MockConfigEntry
+) -> None:
+    hass.config_entries.async_add_subentry(
+        init_integration,
+        ConfigSubentry(
+            data=MappingProxyType({"name": "Lonely", "mbti_type": "INFP"}),
+            subentry_type="soul",
+            title="Lonely",
+            unique_id=None,
+        ),
+    )
+    await hass.async_block_till_done()
+    soul_id = next(
+        s for s, soul in init_integration.runtime_data.souls.souls.items()
+        if soul.name == "Lonely"
+    )  # fmt: skip
+    human = await clients.connect("/human/dad01")
+    action = {
+        "type": "action",
+        "action": "chat",
+        "id": "c1",
+        "parameters": {"text": "你好", "user_id": "dad"},
+    }
+    await human.send_json(
+        envelope(("dad01", "human"), (f"soul_{soul_id}", "agent"), action)
+    )
+    outcome = (await receive(human))["payload"]["outcome"]
+    # No model is configured here: the soul says so in character, no error.
+    assert outcome["status"] == "success"
+    assert outcome["message"] == phrase("你好", "no_model")
+    assert outcome["data"]["executed_skills"] == []
 
 
 async def test_rate_sensors_are_off_by_default(

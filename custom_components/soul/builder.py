@@ -11,12 +11,14 @@ from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.httpx_client import get_async_client
 
 from .const import (
+    CONF_FOLLOW_UP,
     CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
     CONF_TOPIC_PREFIX,
+    DEFAULT_FOLLOW_UP,
     DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_TOPIC_PREFIX,
@@ -111,6 +113,7 @@ async def async_create_runtime(
         max_rounds=int(
             entry.options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
         ),
+        follow_up=bool(entry.options.get(CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP)),
         on_dirty=sessions_store.schedule,
         on_auth_failed=lambda: entry.async_start_reauth(hass),
         apply_hint=lambda terminal_id, hint: async_apply_soul_hint(

@@ -26,6 +26,7 @@ from homeassistant.config_entries import (
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.data_entry_flow import section
 from homeassistant.helpers.selector import (
+    BooleanSelector,
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
@@ -44,6 +45,7 @@ from .const import (
     CONF_EMBEDDING_DIMS,
     CONF_EMBEDDING_MODEL,
     CONF_EMOTION_TICK_INTERVAL,
+    CONF_FOLLOW_UP,
     CONF_INVOKE_TIMEOUT,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
@@ -57,6 +59,7 @@ from .const import (
     DEFAULT_EMBEDDING_DIMS,
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_EMOTION_TICK_INTERVAL,
+    DEFAULT_FOLLOW_UP,
     DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_MEMORY_TIMEOUT,
@@ -138,6 +141,7 @@ ADVANCED_FIELDS = vol.Schema(
         vol.Optional(CONF_INVOKE_TIMEOUT, default=DEFAULT_INVOKE_TIMEOUT): _seconds(
             1, 60
         ),
+        vol.Optional(CONF_FOLLOW_UP, default=DEFAULT_FOLLOW_UP): BooleanSelector(),
         vol.Optional(
             CONF_MAX_TOOL_ROUNDS, default=DEFAULT_MAX_TOOL_ROUNDS
         ): NumberSelector(
@@ -249,6 +253,7 @@ def _validate_options(
     options[CONF_INVOKE_TIMEOUT] = float(
         advanced.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
     )
+    options[CONF_FOLLOW_UP] = bool(advanced.get(CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP))
     options[CONF_MAX_TOOL_ROUNDS] = max(
         1, min(8, int(advanced.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)))
     )

@@ -44,6 +44,9 @@ EVENT_EXEC_MODE_CHANGED: Final = "soul_exec_mode_changed"
 
 CONF_MAX_TOOL_ROUNDS: Final = "max_tool_rounds"
 DEFAULT_MAX_TOOL_ROUNDS: Final = 3
+# §2 step 8: one model call by default; follow-up rounds are opt-in.
+CONF_FOLLOW_UP: Final = "follow_up"
+DEFAULT_FOLLOW_UP: Final = False
 ISSUE_LLM_NOT_CONFIGURED: Final = "llm_not_configured"
 CONF_TERMINAL: Final = "terminal_id"
 

@@ -1,5 +1,7 @@
 """One Assist conversation agent per soul, acting through one of its bodies.
 
+A soul without a body talks too, with the model and the selected LLM APIs.
+
 A turn goes through the same chat pipeline as ``POST /api/soul/v1/chat``:
 emotion, intent filter, ``intent_action`` or the language model with the
 body's skills — and, when the soul's subentry selects Home Assistant LLM APIs
@@ -28,11 +30,11 @@ from .access import principal_of
 from .compat import schema_to_json, tool_output, tool_result_data, tool_result_delta
 from .const import CONF_TERMINAL, DOMAIN
 from .core import untrusted
-from .core.chat import MAX_ARGUMENTS_BYTES
 from .core.chat_phrases import phrase
 from .core.chat_request import ChatError
 from .core.chat_tools import tool_message
 from .core.llm import ToolCall
+from .core.reasoning import MAX_ARGUMENTS_BYTES
 from .core.souls import Soul
 from .entity import SoulDeviceEntity, async_setup_soul_entities
 from .models import SoulConfigEntry
@@ -98,6 +100,8 @@ class ChatLogTranscript:
         self._chat_log = chat_log
         self._queue: asyncio.Queue[_Delta | None] = asyncio.Queue()
         self._open = False  # an assistant message takes deltas
+        self._agent_id = agent_id
+        self._settled: str | None = None
         self._task = hass.async_create_task(
             self._feed(agent_id), "soul chat log", eager_start=False
         )
@@ -193,10 +197,25 @@ class ChatLogTranscript:
         self._queue.put_nowait({"role": "assistant", "content": text})
         self._open = True
 
+    async def settle(self, text: str) -> None:
+        """Close the turn with its streamed reply after the tool results.
+
+        Home Assistant answers with the chat log's last assistant message; it
+        is added whole, not as deltas, so a voice pipeline does not say the
+        already streamed text twice.
+        """
+        self._settled = text
+
     async def finish(self) -> None:
         """Close the stream and wait until the chat log has taken everything."""
         self._queue.put_nowait(None)
         await self._task
+        if self._settled is not None:
+            self._chat_log.async_add_assistant_content_without_tools(
+                conversation.AssistantContent(
+                    agent_id=self._agent_id, content=self._settled
+                )
+            )
 
 
 def _arguments(raw: str) -> dict[str, Any]:
@@ -268,25 +287,24 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
             and not principal_of(user).may_control
         ):
             return _error(user_input, phrase(user_input.text, "read_only"))
-        terminal_id = self._terminal_id()
-        if terminal_id is None:
-            soul = self.entry.runtime_data.souls.souls.get(self.soul_id)
-            name = soul.name if soul is not None else ""
-            return _error(user_input, phrase(user_input.text, "no_body", name))
         runtime = self.entry.runtime_data
-        if runtime.souls.soul_of(terminal_id) is None:
-            runtime.souls.bind(terminal_id, self.soul_id)
-        body = {
+        body: dict[str, Any] = {
             "session_id": chat_log.conversation_id,
-            "terminal_id": terminal_id,
             "user_id": user_input.context.user_id,
             "soul_id": self.soul_id,
             "inputs": [{"type": "speech_text", "text": user_input.text}],
         }
+        # Without a body the soul talks with the model and Home Assistant's tools.
+        if (terminal_id := self._terminal_id()) is not None:
+            if runtime.souls.soul_of(terminal_id) is None:
+                runtime.souls.bind(terminal_id, self.soul_id)
+            body["terminal_id"] = terminal_id
         extra = AssistTools(chat_log.llm_api) if chat_log.llm_api else None
         transcript = ChatLogTranscript(self.hass, chat_log, self.entity_id)
         try:
-            await runtime.chat.chat(body, extra_tools=extra, transcript=transcript)
+            await runtime.chat.chat(
+                body, extra_tools=extra, transcript=transcript, soul_only=True
+            )
         except ChatError as err:
             await transcript.finish()
             return _error(user_input, str(err))

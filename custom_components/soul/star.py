@@ -310,18 +310,17 @@ class SoulAgents:
         except AccessError as err:
             return {"status": "error", "message": str(err)}
         runtime = self.entry.runtime_data
-        terminals = runtime.souls.terminals_of(soul_id)
-        if not terminals:
-            return {"status": "error", "message": "this soul has no body"}
+        request: dict[str, Any] = {
+            "session_id": _session_id(sender),
+            "soul_id": soul_id,
+            "user_id": user_id,
+            "inputs": [{"type": "keyboard_text", "text": text}],
+        }
+        # A soul without a body still talks (the model and its memory).
+        if terminals := runtime.souls.terminals_of(soul_id):
+            request["terminal_id"] = terminals[0]
         try:
-            response = await runtime.chat.chat(
-                {
-                    "session_id": _session_id(sender),
-                    "terminal_id": terminals[0],
-                    "user_id": user_id,
-                    "inputs": [{"type": "keyboard_text", "text": text}],
-                }
-            )
+            response = await runtime.chat.chat(request, soul_only=True)
         except SessionOwnerError as err:
             return {"status": "error", "message": str(err)}
         except ChatError as err:

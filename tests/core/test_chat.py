@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.soul.core.chat import MAX_REPLY, ChatPipeline
+from custom_components.soul.core.chat import ChatPipeline
 from custom_components.soul.core.chat_phrases import normalize_reply
 from custom_components.soul.core.chat_request import (
     NO_SOUL_ERROR,
@@ -19,6 +19,7 @@ from custom_components.soul.core.chat_request import (
 )
 from custom_components.soul.core.invoker import Invoker
 from custom_components.soul.core.llm import LLMEndpoint, OpenAICompatibleLLM
+from custom_components.soul.core.reasoning import MAX_REPLY
 from custom_components.soul.core.registry import TerminalRegistry
 from custom_components.soul.core.souls import Soul, SoulHub
 from custom_components.soul.core.topics import Kind, Topics
@@ -222,6 +223,7 @@ async def test_llm_tool_call_round_trip(
 ) -> None:
     env = Env(llm)
     env.souls.bind(T, "s1")
+    env.pipeline.follow_up = True  # the model reads the results
     fake_llm.reply(tool_calls=[tool_call("set_head_motion", {"action": "点头"})])
     fake_llm.reply("点好头啦！")
     response = await env.say("你觉得今天怎么样？")
@@ -251,6 +253,7 @@ async def test_malformed_and_invalid_tool_calls_are_fed_back(
 ) -> None:
     env = Env(llm)
     env.souls.bind(T, "s1")
+    env.pipeline.follow_up = True  # the model reads the results
     fake_llm.reply(
         tool_calls=[
             tool_call("set_head_motion", "{not json"),
@@ -279,6 +282,7 @@ async def test_rounds_are_bounded(
 ) -> None:
     env = Env(llm)
     env.souls.bind(T, "s1")
+    env.pipeline.follow_up = True  # the model reads the results
     env.pipeline.max_rounds = 2
     for _ in range(3):
         fake_llm.reply(
@@ -317,7 +321,7 @@ async def test_idle_sessions_are_summarised_once(fake_llm: FakeOpenAI) -> None:
     env.now += 600
     assert await env.pipeline.summarize_idle() == []  # nothing new said
     response = await env.say("你好")
-    assert response["context_summary"] == session.summary
+    assert response["context_summary"] == f"{session.summary} / 你好"
 
 
 async def test_summary_by_the_model(
@@ -394,6 +398,7 @@ async def test_extra_tools_next_to_skills(
 ) -> None:
     env = Env(llm)
     env.souls.bind(T, "s1")
+    env.pipeline.follow_up = True  # the model reads the results
     tools = HassTools()
     fake_llm.reply(
         tool_calls=[

@@ -195,14 +195,16 @@ async def test_recall_memory_in_the_chat(fake_llm: FakeOpenAI, llm: Any) -> None
     fake_llm.reply(
         "你家猫叫咪咪。", tool_calls=[tool_call("set_head_motion", {"action": "点头"})]
     )
-    fake_llm.reply("你家猫叫咪咪。")
+    calls_before = len(fake_llm.chat_requests)
     response = await env.say("我家的猫叫什么？")
+    # §2 step 10: the recall, then one more call that answers and acts.
+    assert len(fake_llm.chat_requests) - calls_before == 2
     assert response["reply"] == "你家猫叫咪咪。"
     assert response["executed_skills"] == ["recall_memory", "set_head_motion"]
     statuses = [m["status"] for m in env.body.on("status")]
     assert statuses == ["mem0_searching", "mem0_search_done"]
     assert all(m["session_id"] == "s1" for m in env.body.on("status"))
-    tool_result = json.loads(fake_llm.chat_requests[-2]["messages"][-1]["content"])
+    tool_result = json.loads(fake_llm.chat_requests[-1]["messages"][-1]["content"])
     assert tool_result["memories"] == ["我家猫叫咪咪"]
     # The backend fails: mem0_search_failed, and still an answer.
     backend.down = True

@@ -38,10 +38,8 @@ _PHRASES = {
         "model_failed": "我刚才走神了，没能想好，请再说一次。",
         "invalid": "我听懂了，但这个指令的参数不对，没法执行。",
         "unreachable": "我现在联系不上身体，没能执行。",
-        "no_body": (
-            "{what}还没有身体。请在“设置 → 设备与服务 → Soul”里打开一个身体的"
-            "设备页，在它的“灵魂”选项中选择{what}（或使用 soul.select_soul 动作）。"
-        ),
+        "failed": "我试了，但{what}没有成功。",
+        "undone": "不过“{what}”我没听懂，没有做。",
         "read_only": "只读用户不能让身体执行动作。",
     },
     "en": {
@@ -53,11 +51,8 @@ _PHRASES = {
         "model_failed": "My mind wandered and I couldn't think that through; please say it again.",
         "invalid": "I understood, but the command's arguments are not valid, so I can't run it.",
         "unreachable": "I can't reach my body right now, so I couldn't do that.",
-        "no_body": (
-            "{what} has no body yet. Open a body's device page (Settings → "
-            "Devices & services → Soul) and choose {what} as its Soul, or run "
-            "the soul.select_soul action."
-        ),
+        "failed": "I tried, but {what} didn't work.",
+        "undone": " But I didn't understand “{what}”, so I didn't do that.",
         "read_only": "A read-only user may not make a body act.",
     },
 }

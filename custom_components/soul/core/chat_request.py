@@ -51,7 +51,7 @@ class UnknownSoulIdError(ChatError):
     status = 404
 
 
-class UnknownTerminalError(ChatError):
+class UnknownTerminalIdError(ChatError):
     """No body with this ``terminal_id`` is known and none is bound (HTTP 404)."""
 
     status = 404
@@ -89,12 +89,19 @@ def _id(body: Mapping[str, Any], key: str, *, required: bool) -> str | None:
         raise ChatError(str(err)) from None
 
 
-def parse_chat_request(body: Any) -> ChatRequest:
-    """Validate a §4.2.1 body exactly as §4.2.1 and §4.3 say; raise ``ChatError``."""
+def parse_chat_request(body: Any, *, soul_only: bool = False) -> ChatRequest:
+    """Validate a §4.2.1 body exactly as §4.2.1 and §4.3 say; raise ``ChatError``.
+
+    ``soul_only`` (Home Assistant's own ways in, never HTTP): the request may
+    name a ``soul_id`` and no ``terminal_id``, to talk to a soul without a body.
+    """
     if not isinstance(body, Mapping):
         raise ChatError("the request body must be a JSON object")
     session_id = _id(body, "session_id", required=True)
-    terminal_id = _id(body, "terminal_id", required=True)
+    bodiless = soul_only and body.get("terminal_id") is None
+    if bodiless and _id(body, "soul_id", required=True) is None:
+        raise ChatError("soul_id is required")
+    terminal_id = _id(body, "terminal_id", required=not bodiless)
     if terminal_id is not None and not valid_terminal_id(terminal_id):
         raise ChatError(
             "terminal_id must be 1-64 characters of A-Z a-z 0-9 _ . : - "

@@ -16,7 +16,7 @@ from .protocol import (
     invoke_payload,
     parse_result,
 )
-from .registry import TerminalRegistry
+from .registry import Terminal, TerminalRegistry
 from .sent import SentSkill, SentSkills
 from .topics import QOS_RETAIN, Kind, Publish, Topics
 
@@ -103,6 +103,24 @@ class Invoker:
         """Return how many invocations await their result."""
         return len(self._pending)
 
+    def reachable(self, terminal_id: str) -> Terminal:
+        """Return the terminal if Soul may make it act now, else raise.
+
+        The one rule for ``invoke`` and ``intent_action`` alike: the body has
+        announced its skills and is online and heard within the heartbeat TTL.
+        Raises ``UnknownTerminalError`` or ``TerminalOfflineError``.
+        """
+        terminal = self._registry.get(terminal_id)
+        if terminal is None or terminal.skills is None:
+            raise UnknownTerminalError(
+                f"unknown terminal {terminal_id}", terminal=terminal_id
+            )
+        if not terminal.available:
+            raise TerminalOfflineError(
+                f"terminal {terminal_id} is offline", terminal=terminal_id
+            )
+        return terminal
+
     async def invoke(
         self,
         terminal_id: str,
@@ -116,15 +134,8 @@ class Invoker:
         Raises ``InvokeError`` subclasses before anything is published.
         """
         arguments = {} if arguments is None else arguments
-        terminal = self._registry.get(terminal_id)
-        if terminal is None or terminal.skills is None:
-            raise UnknownTerminalError(
-                f"unknown terminal {terminal_id}", terminal=terminal_id
-            )
-        if not terminal.available:
-            raise TerminalOfflineError(
-                f"terminal {terminal_id} is offline", terminal=terminal_id
-            )
+        terminal = self.reachable(terminal_id)
+        assert terminal.skills is not None  # noqa: S101 - reachable() checked it
         skill = terminal.skills.skill(skill_name)
         if skill is None:
             raise UnknownSkillError(

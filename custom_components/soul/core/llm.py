@@ -34,6 +34,10 @@ class LLMConnectionError(LLMError):
     """The endpoint is unreachable or does not speak the OpenAI API."""
 
 
+class LLMRequestRejectedError(LLMConnectionError):
+    """The endpoint refused the request itself (HTTP 400/422): e.g. image parts."""
+
+
 class LLMAuthError(LLMError):
     """The endpoint refused the API key."""
 
@@ -155,6 +159,8 @@ class OpenAICompatibleLLM:
                         )
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise LLMAuthError(str(err)) from err
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+            raise LLMRequestRejectedError(str(err)) from err
         except openai.OpenAIError as err:
             raise LLMConnectionError(str(err)) from err
         decode = functools.partial(
@@ -210,6 +216,8 @@ class OpenAICompatibleLLM:
                         yield piece
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise LLMAuthError(str(err)) from err
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+            raise LLMRequestRejectedError(str(err)) from err
         except openai.OpenAIError as err:
             raise LLMConnectionError(str(err)) from err
         yield assembly.reply()

@@ -2,7 +2,9 @@
 
 A ``Session`` keeps the last turns within a size, the inputs kept as context,
 the intents awaiting a yes, and its summary; ``idle`` says when §2 step 12
-summarises it, ``extractive_summary`` does so without a model.
+summarises it, ``extractive_summary`` does so without a model, and
+``rolling_summary`` is the session so far (the last summary and what the
+user said since), cheap enough for every response.
 """
 
 from __future__ import annotations
@@ -41,10 +43,14 @@ class Session:
     pending: list[dict[str, Any]] = field(default_factory=list)
     # ``last_user_at`` of the turn the summary covers (0: none yet).
     summarized_for: float = 0.0
+    # Turns added ever, and how many of them the summary covers.
+    turn_count: int = 0
+    summary_turns: int = 0
 
     def add_turn(self, role: str, content: str) -> None:
         """Append a turn; the transcript keeps within ``MAX_SESSION_CHARS``."""
         self.turns.append({"role": role, "content": content[:MAX_TEXT]})
+        self.turn_count += 1
         total = sum(len(t["content"]) for t in self.turns)
         while total > MAX_SESSION_CHARS and len(self.turns) > 1:
             total -= len(self.turns.popleft()["content"])
@@ -55,6 +61,30 @@ class Session:
             self.last_user_at > self.summarized_for
             and now - self.last_user_at >= IDLE_SECONDS
         )
+
+    def summarized(self, summary: str, turn_count: int, last_user_at: float) -> None:
+        """Take a summary of the first ``turn_count`` turns (up to ``last_user_at``)."""
+        self.summary = summary
+        self.summary_turns = turn_count
+        self.summarized_for = last_user_at
+
+    def rolling_summary(self) -> str:
+        """Return the session so far: its summary, then what the user said since."""
+        since = min(self.turn_count - self.summary_turns, len(self.turns))
+        recent = list(self.turns)[len(self.turns) - since :] if since > 0 else []
+        said = " / ".join(
+            t["content"].replace("\n", " ") for t in recent if t["role"] == "user"
+        )
+        if not self.summary or not said:
+            text = self.summary or said
+            return text if len(text) <= MAX_SUMMARY else "… " + text[2 - MAX_SUMMARY :]
+        head = self.summary
+        if len(head) > MAX_SUMMARY // 2:
+            head = head[: MAX_SUMMARY // 2 - 1] + "…"
+        room = MAX_SUMMARY - len(head) - 3
+        if len(said) > room:
+            said = "… " + said[2 - room :]
+        return f"{head} / {said}"
 
     def as_dict(self) -> dict[str, Any]:
         """Return the session for storage (pending intents are not kept)."""
@@ -67,6 +97,8 @@ class Session:
             "last_user_at": self.last_user_at,
             "summary": self.summary,
             "summarized_for": self.summarized_for,
+            "turn_count": self.turn_count,
+            "summary_turns": self.summary_turns,
         }
 
     @classmethod
@@ -87,6 +119,16 @@ class Session:
                     session.add_turn(
                         turn["role"], untrusted.clean(turn["content"], MAX_TEXT)
                     )
+            session.turn_count = max(session.turn_count, int(data.get("turn_count", 0)))
+            # A summary stored before turns were counted covers them all.
+            session.summary_turns = min(
+                int(
+                    data.get(
+                        "summary_turns", session.turn_count if session.summary else 0
+                    )
+                ),
+                session.turn_count,
+            )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return session

@@ -36,6 +36,8 @@ class Sessions(Mapping[str, Session]):
     ) -> None:
         """Start empty; ``on_dirty`` asks the glue to store ``dump()`` soon."""
         self._sessions: dict[str, Session] = {}
+        # Sessions whose idle summary is under way.
+        self._summarizing: set[str] = set()
         self._clock = clock
         self._on_dirty = on_dirty
 
@@ -81,24 +83,38 @@ class Sessions(Mapping[str, Session]):
     async def summarize_idle(
         self, model: ChatModel | None, memory: MemoryManager | None
     ) -> list[Session]:
-        """Summarise every session idle for 3 minutes since its last user turn."""
+        """Summarise every session idle for 3 minutes since its last user turn.
+
+        Exactly once per idle spell: a session whose summary is under way
+        (a slow model, the next 15 s check) is left to it.
+        """
         now = self._clock()
         done = []
-        for session in [s for s in self._sessions.values() if s.idle(now)]:
-            covered = session.last_user_at
-            session.summary = await _summary(session, model)
-            session.summarized_for = covered
-            done.append(session)
-            if memory is not None:
-                # Queued on disk first; sent now or when the backend is back.
-                await memory.archive_session(
-                    session_id=session.session_id,
-                    terminal_id=session.terminal_id,
-                    soul_id=session.soul_id,
-                    user_id=session.user_id,
-                    summary=session.summary,
-                    turns=list(session.turns),
-                )
+        idle = [
+            s
+            for s in self._sessions.values()
+            if s.idle(now) and s.session_id not in self._summarizing
+        ]
+        self._summarizing.update(s.session_id for s in idle)
+        try:
+            for session in idle:
+                covered, turns = session.last_user_at, session.turn_count
+                summary = await _summary(session, model)
+                session.summarized(summary, turns, covered)
+                done.append(session)
+                if memory is not None:
+                    # Queued on disk first; sent now or when the backend is back.
+                    await memory.archive_session(
+                        session_id=session.session_id,
+                        terminal_id=session.terminal_id,
+                        soul_id=session.soul_id,
+                        user_id=session.user_id,
+                        summary=summary,
+                        turns=list(session.turns),
+                    )
+                self._summarizing.discard(session.session_id)
+        finally:
+            self._summarizing.difference_update(s.session_id for s in idle)
         if done:
             self._on_dirty()
         return done

@@ -492,14 +492,24 @@ class SoulHub:
             )
 
     async def user_turn(
-        self, terminal_id: str, text: str, session_id: str
+        self,
+        terminal_id: str | None,
+        text: str,
+        session_id: str,
+        *,
+        soul_id: str | None = None,
     ) -> tuple[dict[str, Any], EmotionSnapshot]:
         """Recognise the user's emotion, move the bound soul, publish to the terminal.
 
-        Returns the recognised ``user_emotion`` and the soul's new snapshot;
-        raises ``NoSoulError`` when the terminal has no soul.
+        Without a terminal, ``soul_id`` names the soul (one spoken to without
+        a body) and nothing is published. Returns the recognised
+        ``user_emotion`` and the soul's new snapshot; raises ``NoSoulError``
+        when there is no soul.
         """
-        if (soul := self.soul_of(terminal_id)) is None:
+        soul = (
+            self.soul_of(terminal_id) if terminal_id else self._souls.get(soul_id or "")
+        )
+        if soul is None:
             raise NoSoulError("soul selection is required before chat")
         user_emotion = dict(self._recognize(text))
         try:
@@ -513,14 +523,16 @@ class SoulHub:
         )
         self._on_dirty()
         snapshot = self._snapshot(soul, state)
-        payload = self._payload(snapshot, terminal_id, session_id, user_emotion)
-        sent = (payload,) if await self._send(payload) else ()
+        sent: tuple[dict[str, Any], ...] = ()
+        if terminal_id:
+            payload = self._payload(snapshot, terminal_id, session_id, user_emotion)
+            sent = (payload,) if await self._send(payload) else ()
         self._notify(
             SoulEvent(
                 soul.soul_id,
                 snapshot,
                 self._last.get(soul.soul_id),
-                terminal_id=terminal_id,
+                terminal_id=terminal_id or None,
                 user_emotion=user_emotion,
                 published=sent,
             )

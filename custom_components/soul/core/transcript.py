@@ -43,6 +43,13 @@ class Transcript(Protocol):
     async def reply(self, text: str) -> None:
         """Take a whole reply no model streamed (an intent's, a refusal)."""
 
+    async def settle(self, text: str) -> None:
+        """End a turn whose reply was streamed before its tool calls ran.
+
+        ``text`` is that reply again (possibly empty): it closes the turn as
+        its answer and is not streamed a second time.
+        """
+
 
 class ReplyStream:
     """Forwards streamed pieces, holding back what could still be NO_REPLY.

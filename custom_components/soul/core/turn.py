@@ -1,0 +1,165 @@
+"""One chat turn's state, and how its inputs beyond text reach the model.
+
+``Turn`` is what a turn has found and done so far (``chat`` and
+``reasoning`` share it). ``context_lines`` renders the session's latest
+non-text inputs (§4.2.1: ``event_note``, ``presence``, ``sensor_state``,
+media) and the skills' results as short lines for the system prompt;
+``image_urls`` picks the turn's images the model may look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+import json
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from . import untrusted
+from .chat_request import ChatRequest
+from .chat_tools import ExtraTools
+from .emotion.dynamics import ExecMode
+from .invoker import InvokeError, Invoker
+from .session import Session
+from .transcript import Transcript
+
+_LOGGER = logging.getLogger(__name__)
+
+MAX_CONTEXT_IN_PROMPT = 5  # latest non-text inputs and events in the system prompt
+MAX_CONTEXT_LINE = 300
+MAX_IMAGES = 4  # image inputs of one turn given to the model
+MAX_URL = 2048
+MEDIA_TYPES = frozenset({"image", "audio", "video"})
+# Keys of an input worth a word in the prompt, per type (the rest is metadata).
+_SENSOR_KEYS = ("text", "entity_id", "name", "state", "value", "unit", "present",
+                "person", "zone", "source")  # fmt: skip
+
+
+@dataclass
+class Turn:
+    """What one turn has found and done so far."""
+
+    request: ChatRequest
+    session: Session
+    exec_mode: ExecMode
+    exec_probability: float
+    extra_tools: ExtraTools | None = None
+    transcript: Transcript | None = None
+    user_emotion: dict[str, Any] = field(default_factory=dict)
+    decision: str = "fallback_reasoning"
+    route: str = "no_action"
+    reply: str = ""
+    executed: list[str] = field(default_factory=list)
+    unreachable: bool = False  # an action could not reach the body
+    body_reachable: bool = True  # the body could act when the turn began
+    model_calls: int = 0
+    closing: bool = False  # the last model round's tools ran after its text
+    streamed: bool = False  # the reply reached the transcript piece by piece
+    # Parts of the command the intent filter found nothing to run for.
+    unmatched: list[str] = field(default_factory=list)
+
+    @property
+    def bodiless(self) -> bool:
+        """Return whether the turn's soul speaks without a body (Assist, Star)."""
+        return not self.request.terminal_id
+
+
+def reachable(invoker: Invoker, turn: Turn) -> bool:
+    """Return whether the turn's body may act now (``Invoker.reachable``)."""
+    if turn.bodiless:
+        return False
+    try:
+        invoker.reachable(turn.request.terminal_id)
+    except InvokeError as err:
+        _LOGGER.info("Not acting through %s: %s", turn.request.terminal_id, err)
+        turn.unreachable = True
+        return False
+    return True
+
+
+def media_url(item: Mapping[str, Any]) -> str | None:
+    """Return a media input's http(s) URL (``media.url`` or ``url``), if any."""
+    media = item.get("media")
+    url = media.get("url") if isinstance(media, Mapping) else item.get("url")
+    if not isinstance(url, str) or len(url) > MAX_URL:
+        return None
+    parts = urlsplit(url)
+    return url if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def image_urls(context: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Return the URLs of a turn's ``image`` inputs, at most ``MAX_IMAGES``."""
+    urls = [
+        url
+        for item in context
+        if item.get("type") == "image" and (url := media_url(item)) is not None
+    ]
+    return urls[:MAX_IMAGES]
+
+
+def context_line(
+    item: Mapping[str, Any],
+    *,
+    attached: frozenset[str] = frozenset(),
+    sees_images: bool = False,
+) -> str:
+    """Return one input or event as a short line the model can read.
+
+    ``attached`` are the image URLs given to the model as image parts this
+    turn; ``sees_images`` says whether the model takes images at all.
+    """
+    kind = str(item.get("type", ""))
+    if kind in MEDIA_TYPES:
+        url = media_url(item)
+        where = f" ({url})" if url else ""
+        if kind != "image":
+            sense = "hear" if kind == "audio" else "watch"
+            text = f"a {kind} recording{where}; you cannot {sense} it yet"
+        elif url in attached:
+            text = f"an image{where}, attached to the user's message"
+        elif url and sees_images:
+            text = f"an image{where} shown earlier"
+        else:
+            text = f"an image{where}; you cannot see images, say so if it matters"
+        line = f"{kind}: {text}"
+    elif kind in ("event_note", "presence", "sensor_state"):
+        fields = {k: item[k] for k in _SENSOR_KEYS if item.get(k) not in (None, "")}
+        data = item.get("data")
+        if isinstance(data, Mapping):
+            fields.update(data)
+        detail = json.dumps(fields or dict(item), ensure_ascii=False, default=str)
+        line = f"{kind}: {detail}"
+    else:
+        line = json.dumps(dict(item), ensure_ascii=False, default=str)
+    return untrusted.clean(line, MAX_CONTEXT_LINE)
+
+
+def context_lines(
+    session: Session,
+    *,
+    attached: frozenset[str] = frozenset(),
+    sees_images: bool = False,
+) -> str:
+    """Return the session's latest inputs and events, one short line each."""
+    items = list(session.context)[-MAX_CONTEXT_IN_PROMPT:]
+    return "\n".join(
+        "- " + context_line(item, attached=attached, sees_images=sees_images)
+        for item in items
+    )
+
+
+def result_note(name: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a tool's result as a context line for the session's next turns."""
+    note: dict[str, Any] = {
+        "type": "skill_result",
+        "skill": name,
+        "ok": bool(result.get("ok")),
+    }
+    detail = result.get("output") if result.get("ok") else result.get("error")
+    if detail not in (None, ""):
+        note["detail"] = untrusted.clean(
+            detail if isinstance(detail, str) else json.dumps(detail, default=str),
+            MAX_CONTEXT_LINE,
+        )
+    return note
