@@ -155,6 +155,12 @@ async def star_frames(meter: Meter) -> list[Section]:
     text_frames = [
         ("valid, 1 MiB string payload", frame_of('"' + "x" * 1000 + '"', limit)),
         ("depth-32 chains, 1 MiB", frame_of(chain(30), limit)),
+        # Half a million values: refused by counting commas before decoding.
+        ("integer array, 1 MiB", frame_of("1", limit)),
+        (
+            "65,520 integers (about the most a frame may hold)",
+            frame_of("1", 2 * (untrusted.MAX_JSON_VALUES - 16) + len(_HEAD)),
+        ),
         ("100,000 levels", _HEAD.encode() + chain(100_000).encode() + b"}"),
         ("invalid UTF-8 (binary), 1 MiB", frame_of('"x"', limit)[:-8] + b"\xff\xfe}"),
     ]

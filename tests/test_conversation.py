@@ -9,7 +9,10 @@ from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_mqtt_message,
+)
 from pytest_homeassistant_custom_component.typing import MqttMockHAClient
 
 from custom_components.soul.compat import tool_output
@@ -20,6 +23,7 @@ from custom_components.soul.const import (
     CONF_TOPIC_PREFIX,
     DOMAIN,
 )
+from custom_components.soul.core.chat_phrases import phrase
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
 
 from .test_terminals import T, announce, body  # noqa: F401  # fixture
@@ -50,6 +54,28 @@ async def test_assist_runs_the_intent_path(
     (action,) = intent_actions(mqtt_mock)
     assert action["intents"][0]["normalized"]["color"] == "green"
     assert action["session_id"] == result.conversation_id
+
+
+async def test_assist_sends_nothing_to_an_offline_body(
+    hass: HomeAssistant, init_integration: MockConfigEntry, mqtt_mock: MqttMockHAClient
+) -> None:
+    announce(hass)
+    await hass.async_block_till_done()
+    async_fire_mqtt_message(hass, f"soul/terminal/{T}/online", "offline")
+    await hass.async_block_till_done()
+    result = await conversation.async_converse(
+        hass, "把灯调成绿色", None, Context(), language="zh-cn", agent_id=AGENT
+    )
+    assert result.response.speech["plain"]["speech"] == phrase("开灯", "unreachable")
+    assert intent_actions(mqtt_mock) == []
+    # Back online, the same command runs.
+    async_fire_mqtt_message(hass, f"soul/terminal/{T}/online", "online")
+    await hass.async_block_till_done()
+    result = await conversation.async_converse(
+        hass, "把灯调成绿色", None, Context(), language="zh-cn", agent_id=AGENT
+    )
+    assert result.response.speech["plain"]["speech"] == "好的。"
+    assert len(intent_actions(mqtt_mock)) == 1
 
 
 async def test_assist_with_the_model_and_home_assistant_tools(

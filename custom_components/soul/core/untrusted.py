@@ -31,6 +31,12 @@ MAX_JSON_DEPTH = 32
 # built): bounds the depth check (~0.6 µs a container) and the garbage the
 # collector must walk. A catalog of 256 intents has about 2,500.
 MAX_JSON_CONTAINERS = 10_000
+# JSON values an entry point that decodes large frames in a thread may accept,
+# bounded by counting commas (those inside strings too): the C decoder holds
+# the GIL, and so the event loop, while it builds them -- 65,536 small
+# numbers or object members cost about 3-12 ms; a 1 MiB array of half a
+# million integers 25 ms.
+MAX_JSON_VALUES = 65_536
 # Larger JSON is decoded in the executor by the callers (64 KiB of the worst
 # shape costs the event loop about 9 ms).
 LOOP_JSON_BYTES = 64 * 1024
@@ -152,6 +158,7 @@ def loads(
     max_bytes: int,
     max_depth: int = MAX_JSON_DEPTH,
     max_containers: int = MAX_JSON_CONTAINERS,
+    max_values: int | None = None,
     what: str = "the payload",
     repair: bool = False,
 ) -> Any:
@@ -164,7 +171,8 @@ def loads(
     counts bytes. No string of the result holds a lone surrogate, no
     container nests deeper than ``max_depth``, and at most ``max_containers``
     objects and arrays are built (brackets are counted before decoding, those
-    inside strings included).
+    inside strings included). With ``max_values``, at most that many commas
+    (an upper bound of the values, less one per container) may appear.
     """
     if isinstance(raw, str):
         if len(raw) > max_bytes or (
@@ -185,6 +193,8 @@ def loads(
         raise UntrustedInputError(
             f"{what} has more than {max_containers} objects and arrays"
         )
+    if max_values is not None and decoded.count(",") > max_values:
+        raise UntrustedInputError(f"{what} has more than {max_values} values (commas)")
     try:
         value = json.loads(decoded)
     except RecursionError:

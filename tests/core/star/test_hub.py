@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from custom_components.soul.core import untrusted
 from custom_components.soul.core.star.hub import (
     CLOSE_GOING_AWAY,
     CLOSE_POLICY,
@@ -792,6 +793,23 @@ def test_batch_decoded_off_the_loop_is_serialized_there(hub: StarHub) -> None:
     single = decode_frame(envelope(agent, ("environment", "world_1")), 1000)
     assert single.parts == ()
     assert isinstance(decode_frame("[" * 100, 1000).value, UntrustedInputError)
+
+
+def test_a_frame_of_too_many_values_is_refused_before_decoding(hub: StarHub) -> None:
+    """A 1 MiB array of integers would hold the GIL (and the loop) ~25 ms."""
+    _env, env_peer = join(hub, "environment", "world_1")
+    agent, peer = join(hub, "agent", "agent_1")
+    count = untrusted.MAX_JSON_VALUES - 8
+    fits = envelope(agent, ("environment", "world_1"), {"samples": [1] * count})
+    assert isinstance(decode_frame(fits, hub.max_message_bytes).value, dict)
+    raw = envelope(agent, ("environment", "world_1"), {"samples": [1] * 300_000})
+    frame = decode_frame(raw, hub.max_message_bytes)
+    assert isinstance(frame.value, UntrustedInputError)
+    assert "more than 65536 values" in str(frame.value)
+    assert hub.admit(agent, raw)
+    hub.receive(agent, raw, decoded=frame, admitted=True)
+    assert env_peer.texts == []
+    assert_error(peer.received[-1], VALIDATION_ERROR, agent)
 
 
 def test_connection_cap(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:

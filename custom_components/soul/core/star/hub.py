@@ -746,7 +746,12 @@ def decode_frame(raw: str | bytes, max_bytes: int) -> Frame:
     """
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = untrusted.loads(text, max_bytes=max_bytes, max_depth=MAX_JSON_DEPTH)
+        value = untrusted.loads(
+            text,
+            max_bytes=max_bytes,
+            max_depth=MAX_JSON_DEPTH,
+            max_values=untrusted.MAX_JSON_VALUES,
+        )
     except UnicodeDecodeError:
         return Frame(untrusted.UntrustedInputError("binary frame is not UTF-8"), "")
     except untrusted.UntrustedInputError as err:
