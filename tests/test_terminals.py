@@ -408,6 +408,40 @@ async def test_stale_devices_are_removed_after_setup(
     assert find_device(hass, soul_entry.entry_id, T) is not None
 
 
+async def test_skill_entities_gone_while_home_assistant_was_off_are_removed(
+    hass: HomeAssistant,
+    mqtt_mock: MqttMockHAClient,
+    soul_entry: MockConfigEntry,
+    device_registry: dr.DeviceRegistry,
+    entity_registry: er.EntityRegistry,
+) -> None:
+    """A skill dropped (or no longer a button) before a restart leaves no dead entity."""
+    device = device_registry.async_get_or_create(
+        config_entry_id=soul_entry.entry_id, identifiers={(DOMAIN, T)}
+    )
+    other = device_registry.async_get_or_create(
+        config_entry_id=soul_entry.entry_id, identifiers={(DOMAIN, f"{T}-skill-x")}
+    )
+
+    def register(unique_id: str, device_id: str, domain: str = "button") -> str:
+        return entity_registry.async_get_or_create(
+            domain, DOMAIN, unique_id, config_entry=soul_entry, device_id=device_id
+        ).entity_id
+
+    dead = register(f"{T}-skill-dance", device.id)
+    kept = register(f"{T}-skill-create_alarm", device.id)
+    not_a_skill = register(f"{T}-last_decision", device.id, "sensor")
+    elsewhere = register(f"{T}-skill-x-skill-beep", other.id)
+    assert await hass.config_entries.async_setup(soul_entry.entry_id)
+    announce(hass)
+    await hass.async_block_till_done()
+    assert entity_registry.async_get(dead) is None
+    assert entity_registry.async_get(kept) is not None
+    assert hass.states.get(kept) is not None
+    assert entity_registry.async_get(not_a_skill) is not None
+    assert entity_registry.async_get(elsewhere) is not None
+
+
 async def test_user_may_delete_only_absent_bodies(
     hass: HomeAssistant, body: Body, device_registry: dr.DeviceRegistry
 ) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers import device_registry as dr, entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity import Entity
@@ -173,7 +173,10 @@ def async_setup_terminal_entities(
 ) -> None:
     """Add ``build``'s entities for every terminal now and whenever one appears or changes.
 
-    Entities whose skill disappeared from a new snapshot leave the entity registry.
+    Entities whose skill disappeared from a new snapshot leave the entity
+    registry, and so do skill entities registered before a restart that the
+    terminal's first snapshot no longer yields (a skill removed while Home
+    Assistant was off, or one whose entity kind changed).
     """
     registry = entry.runtime_data.registry
     added: dict[str, set[str]] = {}
@@ -181,11 +184,16 @@ def async_setup_terminal_entities(
     @callback
     def sync(terminal: Terminal) -> None:
         entities = {e.unique_id: e for e in build(entry, terminal)}
+        first = terminal.terminal_id not in added
         known = added.setdefault(terminal.terminal_id, set())
         if new := [e for uid, e in entities.items() if uid not in known]:
             known.update(e.unique_id for e in new if e.unique_id)
             async_add_entities(new)
-        if gone := known - entities.keys():
+        gone = known - entities.keys()
+        if first:
+            gone |= _registered_skill_entities(hass, platform, terminal.terminal_id)
+            gone -= entities.keys()
+        if gone:
             entity_registry = er.async_get(hass)
             for unique_id in gone:
                 if entity_id := entity_registry.async_get_entity_id(
@@ -204,6 +212,25 @@ def async_setup_terminal_entities(
     for terminal in registry:
         sync(terminal)
     entry.async_on_unload(registry.subscribe(changed))
+
+
+def _registered_skill_entities(
+    hass: HomeAssistant, platform: str, terminal_id: str
+) -> set[str]:
+    """Return the unique ids of the terminal's skill entities of ``platform`` in the registry."""
+    device = dr.async_get(hass).async_get_device(identifiers={(DOMAIN, terminal_id)})
+    if device is None:
+        return set()
+    prefix = f"{terminal_id}-skill-"
+    return {
+        entity.unique_id
+        for entity in er.async_entries_for_device(
+            er.async_get(hass), device.id, include_disabled_entities=True
+        )
+        if entity.platform == DOMAIN
+        and entity.domain == platform
+        and entity.unique_id.startswith(prefix)
+    }
 
 
 class SoulDeviceEntity(Entity):
