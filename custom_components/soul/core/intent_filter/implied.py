@@ -25,7 +25,7 @@ from __future__ import annotations
 from .catalog import Intent
 from .lexicon import asks_for_user
 from .reading import Context, Reading
-from .scoring import Candidate, noisy_or
+from .scoring import Candidate, add_slot_evidence, noisy_or
 from .slots import fill_slots, time_signals
 
 IMPLIED_SCORE = 0.45  # a moment, a request on the user, and one intent that fits
@@ -84,18 +84,7 @@ def _fits(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
         {"type": "implied_by_time", "value": slot, "score": IMPLIED_SCORE}
     ]
     scores = [IMPLIED_SCORE]
-    for name in list(parameters)[:2]:
-        evidence.append({"type": "slot", "value": name, "score": 0.15})
-        scores.append(0.15)
-    if intent.hint_score:
-        evidence.append(
-            {
-                "type": "hint_score",
-                "value": f"{intent.hint_score:g}",
-                "score": intent.hint_score,
-            }
-        )
-        scores.append(intent.hint_score)
+    add_slot_evidence(intent, parameters, evidence, scores)
     return Candidate(
         intent=intent,
         reading=reading,

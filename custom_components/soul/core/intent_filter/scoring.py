@@ -32,6 +32,27 @@ class Candidate:
     status: str = "ready"
 
 
+def add_slot_evidence(
+    intent: Intent,
+    parameters: dict[str, Any],
+    evidence: list[dict[str, Any]],
+    scores: list[float],
+) -> None:
+    """Add what the filled slots (two at most) and the intent's hint score weigh."""
+    for name in list(parameters)[:2]:
+        evidence.append({"type": "slot", "value": name, "score": 0.15})
+        scores.append(0.15)
+    if intent.hint_score:
+        evidence.append(
+            {
+                "type": "hint_score",
+                "value": f"{intent.hint_score:g}",
+                "score": intent.hint_score,
+            }
+        )
+        scores.append(intent.hint_score)
+
+
 def noisy_or(scores: list[float]) -> float:
     """Combine independent pieces of evidence: 1 − Π(1 − s)."""
     remaining = 1.0
@@ -154,18 +175,7 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     if not scores:
         return None
     parameters, normalized, missing, from_text = fill_slots(ctx, intent, reading)
-    for name in list(parameters)[:2]:
-        evidence.append({"type": "slot", "value": name, "score": 0.15})
-        scores.append(0.15)
-    if intent.hint_score:
-        evidence.append(
-            {
-                "type": "hint_score",
-                "value": f"{intent.hint_score:g}",
-                "score": intent.hint_score,
-            }
-        )
-        scores.append(intent.hint_score)
+    add_slot_evidence(intent, parameters, evidence, scores)
     confidence = round(min(0.99, noisy_or(scores)), 3)
     strong = not _mere_mention(reading, strong, best_coverage, from_text)
     return Candidate(
