@@ -189,6 +189,53 @@ async def test_listing_souls_shows_the_callers_own(
     assert (await user.client.get(SOULS, params={"all": "true"})).status == 403
 
 
+async def test_chat_binds_only_what_the_caller_may(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    """A user's chat binds no private soul of another, no id that never connected."""
+    admin, user = callers["admin"], callers["user"]
+    souls = init_integration.runtime_data.souls
+    response = await admin.client.post(
+        SOULS, json={"name": "Dads", "mbti_type": "ENFP", "user_id": admin.user.id}
+    )
+    dads = (await response.json())["soul_id"]
+    shared = souls.soul_of(T)
+    assert shared is not None and shared.user_id is None
+    # Another user's soul does not exist for a user, bound or not.
+    response = await user.client.post(
+        CHAT, json=chat_body("k1", terminal_id="kid-body", soul_id=dads)
+    )
+    assert response.status == 404
+    assert "unknown soul_id" in (await response.json())["error"]
+    # A shared soul on a terminal that never connected: an administrator's call.
+    response = await user.client.post(
+        CHAT, json=chat_body("k2", terminal_id="kid-body", soul_id=shared.soul_id)
+    )
+    assert response.status == 404
+    assert "only an administrator may bind it" in (await response.json())["error"]
+    # A hint that would create a soul is not applied for a user, and says so.
+    response = await user.client.post(
+        CHAT, json=chat_body("k3", terminal_id="kid-body", soul_hint="ENTP")
+    )
+    assert response.status == 404
+    assert "soul_hint 'ENTP' was not applied" in (await response.json())["error"]
+    assert "kid-body" not in souls.bindings()
+    assert len(souls.souls) == 2
+    # The 409 names the bound soul only to those who may see it.
+    souls.bind("dads-body", dads)
+    response = await user.client.post(
+        CHAT, json=chat_body("k4", terminal_id="dads-body", soul_id=shared.soul_id)
+    )
+    assert response.status == 409
+    assert dads not in (await response.json())["error"]
+    # An administrator binds an id before its body connects (as /souls/select).
+    response = await admin.client.post(
+        CHAT, json=chat_body("a1", terminal_id="new-body", soul_id=shared.soul_id)
+    )
+    assert response.status == 200
+    assert souls.bindings()["new-body"] == shared.soul_id
+
+
 @pytest.mark.parametrize(
     ("service", "data", "allowed"),
     [

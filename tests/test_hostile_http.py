@@ -7,6 +7,7 @@ hostile (lone surrogates, control characters, wrong types, deep nesting).
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 from typing import Any
@@ -178,3 +179,51 @@ async def test_a_lone_surrogate_never_reaches_a_registry(
     assert response.status == 400
     assert "surrogate" in (await response.json())["error"]
     assert_stores_serialise(hass, init_integration)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"),
+    [
+        ([{"type": ["keyboard_text"], "text": "hi"}], 400),
+        ([{"type": {"x": 1}, "text": "hi"}], 400),
+        ([{"type": 7, "text": "hi"}], 400),
+        ([{"text": "hi"}], 400),
+        # A URL urllib cannot split is not given to the model, nothing more.
+        ([{"type": "keyboard_text", "text": "hi"}, {"type": "image", "url": "https://[::1"}], 200),
+    ],
+)  # fmt: skip
+async def test_input_shapes_get_documented_answers(
+    client: Any, inputs: list[Any], expected: int
+) -> None:
+    """The black-box run found a 500 for a non-string input type."""
+    body = {**VALID["/api/soul/v1/chat"], "inputs": inputs}
+    response = await client.post("/api/soul/v1/chat", data=json.dumps(body))
+    assert response.status == expected, await response.text()
+    assert isinstance(await response.json(), dict)
+
+
+async def test_a_number_of_too_many_digits_is_400(client: Any) -> None:
+    raw = json.dumps(VALID["/api/soul/v1/chat"])[:-1] + ', "n": ' + "9" * 5000 + "}"
+    response = await client.post("/api/soul/v1/chat", data=raw)
+    assert response.status == 400
+    assert "digits" in (await response.json())["error"]
+
+
+@pytest.mark.parametrize("url", list(VALID))
+async def test_compressed_bodies_get_json_answers(
+    client: Any, url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bad or exploding Content-Encoding is a 400 or 413, never a 500."""
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    good = gzip.compress(json.dumps(VALID[url]).encode())
+    response = await client.post(url, data=good, headers=headers)
+    assert response.status in {200, 201}, await response.text()
+    response = await client.post(url, data=b"not gzip at all", headers=headers)
+    assert response.status == 400
+    assert "cannot be read" in (await response.json())["error"]
+    bomb = gzip.compress(b" " * (8 * 1024 * 1024))  # 8 MiB of blanks, 8 KiB sent
+    response = await client.post(url, data=bomb, headers=headers)
+    assert response.status == 413
+    assert "larger than" in (await response.json())["error"]
+    # aiohttp does not read the broken body again after the answer.
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

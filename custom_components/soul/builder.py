@@ -116,8 +116,8 @@ async def async_create_runtime(
         follow_up=bool(entry.options.get(CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP)),
         on_dirty=sessions_store.schedule,
         on_auth_failed=lambda: entry.async_start_reauth(hass),
-        apply_hint=lambda terminal_id, hint: async_apply_soul_hint(
-            hass, entry, terminal_id, hint
+        apply_hint=lambda terminal_id, hint, caller: async_apply_soul_hint(
+            hass, entry, terminal_id, hint, caller=caller
         ),
         on_no_model=lambda: ir.async_create_issue(
             hass,

@@ -34,6 +34,7 @@ from .const import (
     LOGGER,
     SUBENTRY_SOUL,
 )
+from .core.access import SYSTEM, Principal
 from .core.emotion.dynamics import ExecMode, clamp_tick_interval
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
@@ -186,16 +187,28 @@ def async_start_souls(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
 
 @callback
 def async_apply_soul_hint(
-    hass: HomeAssistant, entry: SoulConfigEntry, terminal_id: str, hint: str | None
+    hass: HomeAssistant,
+    entry: SoulConfigEntry,
+    terminal_id: str,
+    hint: str | None,
+    *,
+    caller: Principal = SYSTEM,
 ) -> str | None:
     """Apply a terminal's first ``soul_hint``; return the soul it bound, if any.
 
     One rule for a body's ``skills`` and a chat request's ``soul_hint``: only a
     terminal's first contact counts (``SoulHub.first_connection``), and it
-    picks an existing soul or creates one named after the hint.
+    picks an existing soul or creates one named after the hint. A chat's
+    ``caller`` picks only souls it may see, and only an administrator's hint
+    creates one (a body's is the system's).
     """
     hub = entry.runtime_data.souls
-    decision = hub.first_connection(terminal_id, hint)
+    decision = hub.first_connection(
+        terminal_id,
+        hint,
+        visible=lambda soul: caller.sees(soul.user_id),
+        may_create=caller.is_admin,
+    )
     if decision is None:
         return None
     try:

@@ -320,7 +320,9 @@ class SoulAgents:
         if terminals := runtime.souls.terminals_of(soul_id):
             request["terminal_id"] = terminals[0]
         try:
-            response = await runtime.chat.chat(request, soul_only=True)
+            response = await runtime.chat.chat(
+                request, soul_only=True, caller=principal
+            )
         except SessionOwnerError as err:
             return {"status": "error", "message": str(err)}
         except ChatError as err:

@@ -20,6 +20,8 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import DecompressSizeError, HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 from homeassistant.components.http import KEY_HASS, HomeAssistantView
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.util import dt as dt_util
@@ -46,11 +48,22 @@ MAX_BODY = 512 * 1024  # a catalog of 256 intents fits comfortably
 
 
 class _HttpError(Exception):
-    """An answer other than 200: a status and a message."""
+    """An answer other than 200: a status and a message.
 
-    def __init__(self, message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST):
+    ``close``: the body could not be read, so the connection ends after the
+    answer (aiohttp would otherwise read the broken body again).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        status: HTTPStatus = HTTPStatus.BAD_REQUEST,
+        *,
+        close: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.close = close
 
 
 def _error(message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST) -> web.Response:
@@ -71,7 +84,10 @@ def _answers() -> Callable[[_Handler], _Handler]:
             try:
                 return await handler(view, request, *args)
             except _HttpError as err:
-                return _error(str(err), err.status)
+                response = _error(str(err), err.status)
+                if err.close:
+                    response.force_close()
+                return response
             except AccessError as err:
                 return _error(str(err), HTTPStatus.FORBIDDEN)
             except (untrusted.UntrustedInputError, ValueError) as err:
@@ -91,14 +107,30 @@ async def _json_body(request: web.Request) -> Any:
         )
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.content.iter_any():
-        size += len(chunk)
-        if size > MAX_BODY:
+    try:
+        async for chunk in request.content.iter_any():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _HttpError(
+                    f"request body larger than {MAX_BODY} bytes",
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                )
+            chunks.append(chunk)
+    except (HttpProcessingError, RequestPayloadError) as err:
+        # A body its Content-Encoding does not describe (bad gzip, a bomb, …):
+        # nothing more is read from it, and the connection ends after the answer.
+        request.content.feed_eof()
+        if isinstance(err.__cause__ or err, DecompressSizeError):
             raise _HttpError(
-                f"request body larger than {MAX_BODY} bytes",
+                f"request body larger than {MAX_BODY} bytes once decompressed",
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-            )
-        chunks.append(chunk)
+                close=True,
+            ) from None
+        raise _HttpError(
+            "the request body cannot be read (its Content-Encoding does not "
+            "match it)",
+            close=True,
+        ) from None
     raw = b"".join(chunks)
     decode = partial(untrusted.loads, raw, max_bytes=MAX_BODY, what="request body")
     if size > untrusted.LOOP_JSON_BYTES:
@@ -346,7 +378,7 @@ class ChatView(HomeAssistantView):
         )
         body["user_id"] = principal.acting_for(requested)
         try:
-            response = await entry.runtime_data.chat.chat(body)
+            response = await entry.runtime_data.chat.chat(body, caller=principal)
         except ChatError as err:
             raise _HttpError(str(err), HTTPStatus(err.status)) from None
         return self.json(response)

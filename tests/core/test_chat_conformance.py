@@ -16,6 +16,7 @@ from custom_components.soul.core.chat_phrases import phrase
 from custom_components.soul.core.chat_request import ChatError
 from custom_components.soul.core.llm import OpenAICompatibleLLM
 from custom_components.soul.core.session import Session
+from custom_components.soul.core.turn import media_url
 from devtools.fake_llm import FakeOpenAI, Reply
 
 from .test_chat import Env, T, llm  # noqa: F401  # fixture
@@ -198,7 +199,7 @@ async def test_an_image_is_described_to_a_model_that_takes_none(
     assert response["reply"] == "我看不到图片，能描述一下吗？"
     first, second = fake_llm.chat_requests
     assert _has_image(first) and not _has_image(second)
-    assert "you cannot see images" in second["messages"][0]["content"]
+    assert "you cannot see it" in second["messages"][0]["content"]
     # Detected once: the next image is described straight away.
     fake_llm.reply("还是看不到。")
     await _say(env, {"type": "image", "url": IMAGE}, _text("那这张呢？"))
@@ -225,11 +226,9 @@ async def test_audio_and_video_are_acknowledged(
     assert (
         "audio recording (https://oss.example.com/a.wav); you cannot hear it" in prompt
     )
-    assert (
-        "video recording (https://oss.example.com/v.mp4); you cannot watch it" in prompt
-    )
-    assert "A audio input for soul s1" in caplog.text or "A audio input" in caplog.text
-    assert "A video input for soul s1" in caplog.text
+    assert "a video (https://oss.example.com/v.mp4); you cannot watch it" in prompt
+    assert "Soul s1 received an input of type audio in session s1" in caplog.text
+    assert "Soul s1 received an input of type video in session s1" in caplog.text
 
 
 async def test_a_soul_without_a_body_talks(
@@ -300,3 +299,86 @@ async def test_a_yes_after_the_mood_turned_runs_nothing() -> None:
     assert response["executed_skills"] == []
     assert not env.body.on("intent_action")
     assert response["reply"] == phrase("好的", "blocked", "控制灯")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",  # cloud metadata
+        "http://[fe80::1]/x.png",
+        "http://0.0.0.0/x.png",
+        "https://user:secret@example.com/x.png",
+        "https://example.com:99999/x.png",
+        "https://[::1",
+        " https://example.com/x.png",
+        "https://example.com/x\r\nX-Injected: 1",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "https://" + "a" * 3000 + ".com/x.png",
+    ],
+)
+def test_a_media_url_the_model_may_not_fetch_is_dropped(url: str) -> None:
+    assert media_url({"type": "image", "url": url}) is None
+    assert media_url({"type": "image", "media": {"url": url}}) is None
+
+
+def test_media_urls_the_model_may_fetch() -> None:
+    for url in (
+        "https://oss.example.com/frames/cat.jpg?sig=a%20b",
+        "http://192.168.1.10:8123/api/camera_proxy/camera.door",
+        "http://[2001:db8::1]/x.png",
+    ):
+        assert media_url({"type": "image", "url": url}) == url
+
+
+async def test_every_input_of_the_turn_reaches_the_model(
+    fake_llm: FakeOpenAI,
+    llm: OpenAICompatibleLLM,  # noqa: F811
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.reply("收到。")
+    notes = [{"type": "event_note", "text": f"事件{i}"} for i in range(8)]
+    images = [
+        {"type": "image", "url": f"https://example.com/i{i}.png"} for i in range(6)
+    ]
+    await _say(env, *notes, *images, _text("看看这些"))
+    request = fake_llm.chat_requests[-1]
+    prompt = request["messages"][0]["content"]
+    assert all(f"事件{i}" in prompt for i in range(8))
+    parts = request["messages"][-1]["content"]
+    attached = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+    assert attached == [f"https://example.com/i{i}.png" for i in range(4)]
+    for i in (4, 5):
+        assert f"(https://example.com/i{i}.png), not attached: at most 4" in prompt
+    # The next turn shows the latest five of the earlier ones.
+    fake_llm.reply("好。")
+    await env.say("还有吗")
+    prompt = fake_llm.chat_requests[-1]["messages"][0]["content"]
+    assert "事件7" not in prompt and "i5.png) shown earlier" in prompt
+
+
+async def test_a_long_text_goes_to_the_model_quietly(
+    fake_llm: FakeOpenAI,
+    llm: OpenAICompatibleLLM,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Texts up to 4,096 characters are allowed; commands stop at 2,000."""
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.reply("好长的一段话。")
+    response = await env.say("把灯调成绿色。" + "今天过得怎么样" * 400)
+    assert response["intent_decision"] == "fallback_reasoning"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_no_emotion_update_for_an_absent_body() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    online = {T}
+    env.souls._is_online = lambda terminal_id: terminal_id in online
+    await env.say("你好")
+    assert len(env.body.on("emotion_update")) == 1
+    online.clear()
+    await env.say("你好")
+    assert len(env.body.on("emotion_update")) == 1

@@ -41,6 +41,10 @@ class Principal:
             raise AccessError("only an administrator may act for another user_id")
         return requested
 
+    def sees(self, owner: str | None) -> bool:
+        """Return whether the caller may see and use what ``owner`` owns (None: shared)."""
+        return self.is_admin or owner is None or owner == self.user_id
+
     def require_admin(self, what: str) -> None:
         """Raise ``AccessError`` unless the caller is an administrator."""
         if not self.is_admin:

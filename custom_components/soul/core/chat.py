@@ -32,6 +32,7 @@ from typing import Any
 import uuid
 
 from . import safe_regex, untrusted
+from .access import SYSTEM, Principal
 from .chat_phrases import CONFIRM_YES, normalize_reply, phrase
 from .chat_request import (
     NO_SOUL_ERROR,
@@ -46,6 +47,7 @@ from .chat_request import (
 from .chat_tools import ChatModel, ExtraTools
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
+from .intent_filter.request import MAX_COMMAND_LENGTH
 from .invoker import Invoker
 from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, utc_ts
@@ -84,7 +86,9 @@ class ChatPipeline:
         on_dirty: Callable[[], None] = lambda: None,
         on_no_model: Callable[[], None] = lambda: None,
         on_auth_failed: Callable[[], None] = lambda: None,
-        apply_hint: Callable[[str, str], str | None] = lambda _t, _h: None,
+        apply_hint: Callable[[str, str, Principal], str | None] = (
+            lambda _t, _h, _c: None
+        ),
     ) -> None:
         """Wire the pipeline to its collaborators (all injectable for tests)."""
         self._registry = registry
@@ -109,7 +113,8 @@ class ChatPipeline:
         self._timezone = default_timezone
         self.sessions = Sessions(clock=clock, on_dirty=on_dirty)
         self.last_route: str | None = None
-        # A chat request's soul_hint, applied as a body's (the glue may create a soul).
+        # A chat request's soul_hint, applied as a body's (the glue may create
+        # a soul for an administrator).
         self._apply_hint = apply_hint
 
     # The model's settings live with the reasoner; these are its handles.
@@ -168,6 +173,7 @@ class ChatPipeline:
         extra_tools: ExtraTools | None = None,
         transcript: Transcript | None = None,
         soul_only: bool = False,
+        caller: Principal = SYSTEM,
     ) -> dict[str, Any]:
         """Answer one §4.2.1 request with a §4.2.2 response; raise ``ChatError``.
 
@@ -175,6 +181,8 @@ class ChatPipeline:
         With a ``transcript`` the model's messages come from it, the model
         streams, and every step of the turn goes to it (``core.transcript``).
         With ``soul_only`` a request may name a soul and no terminal.
+        ``caller`` (Home Assistant's user) decides which souls a request may
+        name and bind (``_soul_for``).
         """
         request = parse_chat_request(body, soul_only=soul_only)
         existing = self.sessions.get(request.session_id)
@@ -182,7 +190,7 @@ class ChatPipeline:
             raise SessionOwnerError(
                 f"session {request.session_id!r} belongs to another user"
             )
-        soul = self._soul_for(request)
+        soul = self._soul_for(request, caller)
         session = self.sessions.open(
             request.session_id, request.terminal_id, soul.soul_id, request.user_id
         )
@@ -192,8 +200,9 @@ class ChatPipeline:
         for item in request.context:
             if item.get("type") in MEDIA_TYPES:
                 _LOGGER.info(
-                    "A %s input for soul %s in session %s: described to the model",
-                    item["type"], soul.soul_id, request.session_id,
+                    "Soul %s received an input of type %s in session %s; "
+                    "the model gets it described",
+                    soul.soul_id, item["type"], request.session_id,
                 )  # fmt: skip
         try:
             user_emotion, snapshot = await self._souls.user_turn(
@@ -253,52 +262,78 @@ class ChatPipeline:
             turn.request.text, "unreachable" if turn.unreachable else "done"
         )
 
-    def _soul_for(self, request: ChatRequest) -> Soul:
+    def _soul_for(self, request: ChatRequest, caller: Principal) -> Soul:
         """Return the terminal's soul; bind one on first contact (§4.2.1).
 
         ``soul_id`` binds an unbound terminal and must match a bound one;
         ``soul_hint`` acts as a body's own hint (the terminal's first contact
         only). Without either, an unbound terminal is refused: an unknown one
-        says so, a known one gets §4.3's ``NO_SOUL_ERROR``.
+        says so, a known one gets §4.3's ``NO_SOUL_ERROR``. A caller names
+        only souls it may see, and only an administrator binds a terminal
+        that never connected (as ``/souls/select``).
         """
         terminal_id = request.terminal_id
-        if not terminal_id:  # a soul spoken to without a body (soul_only)
-            if (wanted := self._souls.soul(request.soul_id or "")) is None:
-                raise UnknownSoulIdError(f"unknown soul_id {request.soul_id!r}")
-            return wanted
-        soul = self._souls.soul_of(terminal_id)
+        wanted = None
         if request.soul_id is not None:
             wanted = self._souls.soul(request.soul_id)
-            if wanted is None:
+            if wanted is None or not caller.sees(wanted.user_id):
                 raise UnknownSoulIdError(f"unknown soul_id {request.soul_id!r}")
-            if soul is None:
-                self._souls.bind(terminal_id, wanted.soul_id)
-                return wanted
-            if soul.soul_id != wanted.soul_id:
-                raise SoulMismatchError(
-                    f"terminal {terminal_id!r} is bound to soul {soul.soul_id!r} "
-                    f"({soul.name}), not {request.soul_id!r}; bind it to another "
-                    "soul with POST /api/soul/v1/souls/select"
-                )
-        if (
-            soul is None
-            and request.soul_hint is not None
-            and (soul_id := self._apply_hint(terminal_id, request.soul_hint))
-        ):
-            soul = self._souls.soul(soul_id)
+        if not terminal_id:  # a soul spoken to without a body (soul_only)
+            assert wanted is not None  # noqa: S101 - parse_chat_request checked it
+            return wanted
+        soul = self._souls.soul_of(terminal_id)
+        known = caller.is_admin or self._registry.get(terminal_id) is not None
+        if wanted is not None and soul is not None and soul.soul_id != wanted.soul_id:
+            bound = (
+                f"soul {soul.soul_id!r} ({soul.name})"
+                if caller.sees(soul.user_id)
+                else "another soul"
+            )
+            raise SoulMismatchError(
+                f"terminal {terminal_id!r} is bound to {bound}, not "
+                f"{request.soul_id!r}; an administrator rebinds it with "
+                "POST /api/soul/v1/souls/select"
+            )
         if soul is not None:
             return soul
+        if wanted is not None and known:
+            self._souls.bind(terminal_id, wanted.soul_id)
+            return wanted
+        note = ""
+        if request.soul_hint is not None:
+            if (
+                known
+                and (
+                    soul_id := self._apply_hint(terminal_id, request.soul_hint, caller)
+                )
+                and (hinted := self._souls.soul(soul_id)) is not None
+            ):
+                return hinted
+            note = (
+                f"; its soul_hint {request.soul_hint!r} was not applied (a hint "
+                "counts on a terminal's first contact only, names a soul you may "
+                "use, and creates one only for an administrator, at most once a "
+                "minute)"
+            )
         if self._registry.get(terminal_id) is None:
             raise UnknownTerminalIdError(
                 f"unknown terminal_id {terminal_id!r}: no body with this id has "
                 "connected and no soul is bound to it"
+                + ("" if caller.is_admin else " (only an administrator may bind it)")
+                + note
             )
-        raise ChatError(NO_SOUL_ERROR)
+        raise ChatError(NO_SOUL_ERROR + note)
 
     async def _route(self, turn: Turn) -> None:
         terminal = self._registry.get(turn.request.terminal_id)
         response: dict[str, Any] | None = None
-        if terminal is not None and terminal.catalog and terminal.catalog.intents:
+        if (
+            terminal is not None
+            and terminal.catalog
+            and terminal.catalog.intents
+            # A text too long to be a command is for the model (no log line).
+            and len(turn.request.text) <= MAX_COMMAND_LENGTH
+        ):
             try:
                 response = self._registry.filter_command(
                     turn.request.terminal_id,

@@ -89,6 +89,10 @@ def _id(body: Mapping[str, Any], key: str, *, required: bool) -> str | None:
         raise ChatError(str(err)) from None
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def parse_chat_request(body: Any, *, soul_only: bool = False) -> ChatRequest:
     """Validate a §4.2.1 body exactly as §4.2.1 and §4.3 say; raise ``ChatError``.
 
@@ -118,6 +122,8 @@ def parse_chat_request(body: Any, *, soul_only: bool = False) -> ChatRequest:
         if not isinstance(item, Mapping):
             raise ChatError("every input must be an object")
         kind = item.get("type")
+        if not isinstance(kind, str):
+            raise ChatError("every input needs a string type")
         text = item.get("text")
         if kind in TEXT_TYPES and isinstance(text, str) and text.strip():
             if len(text) > MAX_TEXT:
@@ -133,7 +139,7 @@ def parse_chat_request(body: Any, *, soul_only: bool = False) -> ChatRequest:
                     item,
                     max_bytes=MAX_CONTEXT_ITEM_BYTES,
                     max_depth=8,
-                    what=f"a {kind} input",
+                    what=f"{_article(kind)} {kind} input",
                 )
             except untrusted.UntrustedInputError as err:
                 raise ChatError(str(err)) from None

@@ -376,7 +376,10 @@ class Reasoner:
         if turn.session.summary:
             lines.append(f"Earlier in this conversation: {turn.session.summary}")
         context = context_lines(
-            turn.session, attached=attached, sees_images=self.sees_images is True
+            turn.session,
+            current=len(turn.request.context),
+            attached=attached,
+            sees_images=self.sees_images,
         )
         if context:
             lines.append(f"Recent events and inputs (newest last):\n{context}")

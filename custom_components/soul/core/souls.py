@@ -335,35 +335,56 @@ class SoulHub:
                 _LOGGER.exception("Error in a soul binding listener")
 
     def first_connection(
-        self, terminal_id: str, hint: str | None
+        self,
+        terminal_id: str,
+        hint: str | None,
+        *,
+        visible: Callable[[Soul], bool] = lambda _soul: True,
+        may_create: bool = True,
     ) -> HintDecision | None:
         """Return what a terminal's ``soul_hint`` asks for on its first connection.
 
         Only the first connection counts, and only for an unbound terminal:
         afterwards (or once the user bound it) the hint is ignored. The decision
         picks a soul whose id, name or MBTI type equals the hint, or asks for a
-        new soul named after the hint.
+        new soul named after the hint. A chat's caller matches only the souls
+        it may see (``visible``), and may be refused new souls
+        (``may_create``): such a refusal leaves the terminal's first contact
+        to the body.
         """
         if terminal_id in self._seen or terminal_id in self._bindings:
             return None
-        self._see(terminal_id)
-        self._on_dirty()
         if not hint or not hint.strip():
+            self._see(terminal_id)
+            self._on_dirty()
             return None
         hint = hint.strip()[:MAX_NAME_LENGTH]
         folded = hint.casefold()
-        for soul in self._souls.values():
+        souls = [soul for soul in self._souls.values() if visible(soul)]
+        decision: HintDecision | None = None
+        for soul in souls:
             if folded in (soul.soul_id.casefold(), soul.name.casefold()):
-                return HintDecision(soul_id=soul.soul_id)
-        if is_mbti(hint):
-            for soul in self._souls.values():
-                if soul.mbti.split("-")[0] == hint.upper().split("-")[0]:
-                    return HintDecision(soul_id=soul.soul_id)
-            decision = HintDecision(name=hint.upper(), mbti=hint.upper())
-        else:
+                decision = HintDecision(soul_id=soul.soul_id)
+                break
+        if decision is None and is_mbti(hint):
+            decision = next(
+                (
+                    HintDecision(soul_id=soul.soul_id)
+                    for soul in souls
+                    if soul.mbti.split("-")[0] == hint.upper().split("-")[0]
+                ),
+                HintDecision(name=hint.upper(), mbti=hint.upper()),
+            )
+        elif decision is None:
             decision = HintDecision(
                 name=hint, mbti=HINT_TYPES.get(folded, DEFAULT_HINT_TYPE)
             )
+        if decision.soul_id is None and not may_create:
+            return None
+        self._see(terminal_id)
+        self._on_dirty()
+        if decision.soul_id is not None:
+            return decision
         # A new soul: bodies may not flood the configuration with them.
         now = self._clock()
         if (
@@ -524,7 +545,8 @@ class SoulHub:
         self._on_dirty()
         snapshot = self._snapshot(soul, state)
         sent: tuple[dict[str, Any], ...] = ()
-        if terminal_id:
+        # Nothing for a body that is not there (as the ticks, §3.8).
+        if terminal_id and self._is_online(terminal_id):
             payload = self._payload(snapshot, terminal_id, session_id, user_emotion)
             sent = (payload,) if await self._send(payload) else ()
         self._notify(

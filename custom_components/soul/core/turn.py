@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+import ipaddress
 import json
 import logging
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,6 +33,8 @@ MAX_CONTEXT_LINE = 300
 MAX_IMAGES = 4  # image inputs of one turn given to the model
 MAX_URL = 2048
 MEDIA_TYPES = frozenset({"image", "audio", "video"})
+# What a URL given to the model may not contain: blanks, controls, quotes.
+_BAD_IN_URL = re.compile(r"[\x00-\x20\x7f-\x9f\"'<>\\^`{|}]")
 # Keys of an input worth a word in the prompt, per type (the rest is metadata).
 _SENSOR_KEYS = ("text", "entity_id", "name", "state", "value", "unit", "present",
                 "person", "zone", "source")  # fmt: skip
@@ -72,20 +76,36 @@ def reachable(invoker: Invoker, turn: Turn) -> bool:
     try:
         invoker.reachable(turn.request.terminal_id)
     except InvokeError as err:
-        _LOGGER.info("Not acting through %s: %s", turn.request.terminal_id, err)
+        _LOGGER.debug("Not acting through %s: %s", turn.request.terminal_id, err)
         turn.unreachable = True
         return False
     return True
 
 
 def media_url(item: Mapping[str, Any]) -> str | None:
-    """Return a media input's http(s) URL (``media.url`` or ``url``), if any."""
+    """Return a media input's URL (``media.url`` or ``url``) if the model may fetch it.
+
+    Only a plain http(s) URL with a host: no blanks or control characters, no
+    user name or password, a valid port, and no link-local or unspecified
+    address (cloud metadata services answer there). The model's server
+    fetches it, never Soul.
+    """
     media = item.get("media")
     url = media.get("url") if isinstance(media, Mapping) else item.get("url")
-    if not isinstance(url, str) or len(url) > MAX_URL:
+    if not isinstance(url, str) or len(url) > MAX_URL or _BAD_IN_URL.search(url):
         return None
-    parts = urlsplit(url)
-    return url if parts.scheme in ("http", "https") and parts.netloc else None
+    try:
+        parts = urlsplit(url)
+        host, _port = parts.hostname, parts.port  # port: ValueError if invalid
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not host or parts.username is not None:
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return url
+    return None if address.is_link_local or address.is_unspecified else url
 
 
 def image_urls(context: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -103,32 +123,41 @@ def context_line(
     *,
     attached: frozenset[str] = frozenset(),
     sees_images: bool = False,
+    current: bool = False,
 ) -> str:
     """Return one input or event as a short line the model can read.
 
     ``attached`` are the image URLs given to the model as image parts this
-    turn; ``sees_images`` says whether the model takes images at all.
+    turn; ``sees_images`` says whether the model takes images at all;
+    ``current`` whether the item is an input of this turn.
     """
     kind = str(item.get("type", ""))
     if kind in MEDIA_TYPES:
         url = media_url(item)
-        where = f" ({url})" if url else ""
-        if kind != "image":
-            sense = "hear" if kind == "audio" else "watch"
-            text = f"a {kind} recording{where}; you cannot {sense} it yet"
-        elif url in attached:
+        where = f" ({url})" if url else " (no URL you may be given)"
+        if kind == "audio":
+            text = f"an audio recording{where}; you cannot hear it yet"
+        elif kind == "video":
+            text = f"a video{where}; you cannot watch it yet"
+        elif url and url in attached:
             text = f"an image{where}, attached to the user's message"
+        elif url and sees_images and current:
+            text = f"an image{where}, not attached: at most {MAX_IMAGES} a turn"
         elif url and sees_images:
             text = f"an image{where} shown earlier"
         else:
-            text = f"an image{where}; you cannot see images, say so if it matters"
+            text = f"an image{where}; you cannot see it, say so if it matters"
         line = f"{kind}: {text}"
     elif kind in ("event_note", "presence", "sensor_state"):
         fields = {k: item[k] for k in _SENSOR_KEYS if item.get(k) not in (None, "")}
         data = item.get("data")
         if isinstance(data, Mapping):
             fields.update(data)
-        detail = json.dumps(fields or dict(item), ensure_ascii=False, default=str)
+        detail = (
+            json.dumps(fields, ensure_ascii=False, default=str)
+            if fields
+            else "(no details)"
+        )
         line = f"{kind}: {detail}"
     else:
         line = json.dumps(dict(item), ensure_ascii=False, default=str)
@@ -138,14 +167,28 @@ def context_line(
 def context_lines(
     session: Session,
     *,
+    current: int = 0,
     attached: frozenset[str] = frozenset(),
-    sees_images: bool = False,
+    sees_images: bool | None = False,
 ) -> str:
-    """Return the session's latest inputs and events, one short line each."""
-    items = list(session.context)[-MAX_CONTEXT_IN_PROMPT:]
+    """Return the session's latest inputs and events, one short line each.
+
+    The last ``current`` items are this turn's inputs: all of them are shown,
+    with at most ``MAX_CONTEXT_IN_PROMPT`` earlier ones.
+    """
+    items = list(session.context)
+    current = min(current, len(items))
+    shown = items[-(current + MAX_CONTEXT_IN_PROMPT) :]
+    first_current = len(shown) - current
     return "\n".join(
-        "- " + context_line(item, attached=attached, sees_images=sees_images)
-        for item in items
+        "- "
+        + context_line(
+            item,
+            attached=attached,
+            sees_images=sees_images is not False,
+            current=index >= first_current,
+        )
+        for index, item in enumerate(shown)
     )
 
 

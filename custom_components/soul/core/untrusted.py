@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 MAX_JSON_DEPTH = 32
@@ -202,6 +203,11 @@ def loads(
             f"{what} nests deeper than {max_depth} levels"
         ) from None
     except ValueError as err:
+        if "int_max_str_digits" in str(err):  # Python's guard against slow ints
+            raise UntrustedInputError(
+                f"{what} has a number of more than {sys.get_int_max_str_digits()} "
+                "digits"
+            ) from None
         raise UntrustedInputError(f"{what} is not valid JSON: {err}") from None
     if brackets > max_depth and _too_deep(value, max_depth):
         raise UntrustedInputError(f"{what} nests deeper than {max_depth} levels")
