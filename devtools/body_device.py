@@ -170,11 +170,9 @@ _CATALOG: dict[str, Any] = {
             "match": {"keywords_any": ["闹钟", "叫我", "alarm"]},
             "slots": [
                 {"name": "skill", "default": "create_alarm"},
-                {
-                    "name": "trigger_in_seconds",
-                    "regex": "([0-9]+(?:\\.[0-9]+)?)\\s*秒",
-                    "regex_group": 1,
-                },
+                # Any time in the command ("10分钟后", "明天早上8点"); without
+                # one the filter asks for it instead of sending what fails.
+                {"name": "trigger_at", "required": True, "from_time_key": "trigger_at"},
                 {"name": "label", "default": "闹钟"},
             ],
         },

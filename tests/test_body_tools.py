@@ -29,6 +29,7 @@ from paho.mqtt.client import (
 import pytest
 
 from custom_components.soul.compat import schema_from_json, schema_to_json
+from custom_components.soul.core.intent_filter import filter_intents
 from custom_components.soul.core.protocol import parse_skills
 from custom_components.soul.core.registry import TerminalRegistry
 from custom_components.soul.core.skill_profiles import Profile, profile
@@ -1061,3 +1062,36 @@ def test_command_lines() -> None:
     )
     with pytest.raises(ValueError, match="unknown reports"):
         BodySim(order=("online", "hello"))
+
+
+@pytest.mark.parametrize(
+    ("command", "trigger_at"),
+    [
+        ("10分钟后叫我", "2026-11-23T10:10:00+08:00"),
+        ("明天早上8点叫我", "2026-11-24T08:00:00+08:00"),
+        ("set an alarm in 5 minutes", "2026-11-23T10:05:00+08:00"),
+        ("设置一个闹钟", None),  # no time: the filter asks for one
+    ],
+)
+def test_sim_catalog_alarms_fit_the_sim_schema(
+    command: str, trigger_at: str | None
+) -> None:
+    """An alarm the catalog reads is one create_alarm accepts, or a question."""
+    response = filter_intents(
+        {
+            "command": command,
+            "intent_catalog": default_catalog()["intent_catalog"],
+            "now": "2026-11-23T10:00:00",
+        },
+        default_timezone="Asia/Shanghai",
+    )
+    (intent,) = response["intents"]
+    arguments = {k: v for k, v in intent["normalized"].items() if k != "skill"}
+    if trigger_at is None:
+        assert intent["status"] == "need_clarification"
+        assert intent["missing_parameters"] == ["trigger_at"]
+        assert validate_arguments(ALARM_SCHEMA, arguments) is not None
+    else:
+        assert intent["status"] == "ready"
+        assert arguments["trigger_at"] == trigger_at
+        assert validate_arguments(ALARM_SCHEMA, arguments) is None
