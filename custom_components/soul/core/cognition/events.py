@@ -1,0 +1,148 @@
+"""The event journal's events (XingChen-V §2.1) and the bus that carries them.
+
+Every soul-level happening is an ``Event``: the spec's ``trace_id``, ``type``,
+``source``, ``payload`` and ``meta`` (``timestamp`` in Unix seconds and the
+``psyche_state`` of the soul at that moment), plus the indexed ``soul_id``,
+``session_id`` and ``terminal_id``. One ``trace_id`` (UUID4) is shared by
+every event of a user turn.
+
+``EventBus.emit`` is what the rest of Soul calls: it never blocks and never
+raises; it hands the event to the journal (``Journal.append``, a put on a
+queue) and to live listeners (the WebSocket stream, the logbook's bus events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+import logging
+from typing import Any, Protocol
+import uuid
+
+_LOGGER = logging.getLogger(__name__)
+
+MAX_QUERY_LIMIT = 500
+DEFAULT_QUERY_LIMIT = 100
+
+
+class EventType(StrEnum):
+    """The five event types of §2.2."""
+
+    USER_INPUT = "user_input"
+    DRIVER_RESPONSE = "driver_response"
+    NAVIGATOR_SUGGESTION = "navigator_suggestion"
+    PSYCHE_UPDATE = "psyche_update"
+    SYSTEM_NOTIFICATION = "system_notification"
+
+
+class Source(StrEnum):
+    """Who produced an event (§2.1 ``source``)."""
+
+    USER = "user"
+    DRIVER = "driver"
+    NAVIGATOR = "navigator"
+    PSYCHE = "psyche"
+    SYSTEM = "system"
+
+
+def new_trace_id() -> str:
+    """Return a new trace id (UUID4, §2.1)."""
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One journal event (§2.1), with Soul's indexed ids."""
+
+    trace_id: str
+    type: EventType
+    source: Source
+    payload: Mapping[str, Any]
+    timestamp: float
+    psyche_state: Mapping[str, Any] | None = None
+    soul_id: str | None = None
+    session_id: str | None = None
+    terminal_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the event in the spec's JSON shape, with the indexed ids."""
+        return {
+            "trace_id": self.trace_id,
+            "type": self.type.value,
+            "source": self.source.value,
+            "payload": dict(self.payload),
+            "meta": {
+                "timestamp": self.timestamp,
+                "psyche_state": (
+                    dict(self.psyche_state) if self.psyche_state is not None else None
+                ),
+            },
+            "soul_id": self.soul_id,
+            "session_id": self.session_id,
+            "terminal_id": self.terminal_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EventQuery:
+    """A read of the journal: filters, newest first, ``limit`` at a time.
+
+    ``soul_ids`` limits the result to those souls (None: every soul, for
+    administrators); ``before_id`` continues a page (the ``next`` cursor of
+    the previous one). ``since``/``until`` are Unix seconds, inclusive.
+    """
+
+    soul_ids: frozenset[str] | None = None
+    session_id: str | None = None
+    trace_id: str | None = None
+    types: frozenset[EventType] | None = None
+    since: float | None = None
+    until: float | None = None
+    limit: int = DEFAULT_QUERY_LIMIT
+    before_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """A page of stored events (``as_dict()`` shapes plus their ``id``), newest first.
+
+    ``next`` is the ``before_id`` of the following page, None on the last.
+    """
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    next: int | None = None
+
+
+class Journal(Protocol):
+    """Where events are kept (``journal.SqliteJournal``, or nothing)."""
+
+    def append(self, event: Event) -> None:
+        """Queue the event for storage; never block, never raise."""
+
+
+class EventBus:
+    """Hands every event to the journal and to live listeners."""
+
+    def __init__(self, journal: Journal | None = None) -> None:
+        """Start with ``journal`` (None: events are only streamed)."""
+        self.journal = journal
+        self._listeners: list[Callable[[Event], None]] = []
+
+    def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``listener`` with every event from now on; return the unsubscriber."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def emit(self, event: Event) -> None:
+        """Journal and stream one event; a failing listener is logged, not raised."""
+        if self.journal is not None:
+            try:
+                self.journal.append(event)
+            except Exception:
+                _LOGGER.exception("The event journal refused an event")
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                _LOGGER.exception("Error in an event listener")
