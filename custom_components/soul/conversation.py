@@ -303,7 +303,11 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
         transcript = ChatLogTranscript(self.hass, chat_log, self.entity_id)
         try:
             await runtime.chat.chat(
-                body, extra_tools=extra, transcript=transcript, soul_only=True
+                body,
+                extra_tools=extra,
+                transcript=transcript,
+                soul_only=True,
+                channel="assist",
             )
         except ChatError as err:
             await transcript.finish()

@@ -277,6 +277,7 @@ def _event_forwarder(
                     "p": emotion.get("p"),
                     "a": emotion.get("a"),
                     "d": emotion.get("d"),
+                    "trace_id": event.trace_id,
                 },
             )
         if previous is None or not changed:

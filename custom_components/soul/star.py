@@ -321,7 +321,7 @@ class SoulAgents:
             request["terminal_id"] = terminals[0]
         try:
             response = await runtime.chat.chat(
-                request, soul_only=True, caller=principal
+                request, soul_only=True, caller=principal, channel="star"
             )
         except SessionOwnerError as err:
             return {"status": "error", "message": str(err)}
@@ -337,6 +337,7 @@ class SoulAgents:
                 "reply": response["reply"],
                 "executed_skills": response["executed_skills"],
                 "intent_decision": response["intent_decision"],
+                "trace_id": response["trace_id"],
             },
         }
 

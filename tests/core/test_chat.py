@@ -166,6 +166,7 @@ async def test_intent_path_publishes_intent_action_without_a_model() -> None:
     assert set(response) == {
         "session_id", "terminal_id", "soul_id", "reply", "executed_skills",
         "context_summary", "intent_decision", "exec_mode", "exec_probability",
+        "trace_id",  # Soul's extra field: the turn's events in the journal
     }  # fmt: skip
     # emotion_update first (recognition), then intent_action.
     kinds = [t.rsplit("/", 1)[-1] for t, _ in env.body.published]

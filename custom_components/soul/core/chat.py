@@ -45,6 +45,8 @@ from .chat_request import (
     parse_chat_request,
 )
 from .chat_tools import ChatModel, ExtraTools
+from .cognition.events import EventBus
+from .cognition.trace import TurnTrace
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
 from .intent_filter.request import MAX_COMMAND_LENGTH
@@ -89,6 +91,7 @@ class ChatPipeline:
         apply_hint: Callable[[str, str, Principal], str | None] = (
             lambda _t, _h, _c: None
         ),
+        events: EventBus | None = None,
     ) -> None:
         """Wire the pipeline to its collaborators (all injectable for tests)."""
         self._registry = registry
@@ -111,6 +114,8 @@ class ChatPipeline:
             on_auth_failed=on_auth_failed,
         )
         self._timezone = default_timezone
+        # The event journal's bus (XingChen-V §2): every turn's events go there.
+        self.events = events
         self.sessions = Sessions(clock=clock, on_dirty=on_dirty)
         self.last_route: str | None = None
         # A chat request's soul_hint, applied as a body's (the glue may create
@@ -174,6 +179,7 @@ class ChatPipeline:
         transcript: Transcript | None = None,
         soul_only: bool = False,
         caller: Principal = SYSTEM,
+        channel: str = "http",
     ) -> dict[str, Any]:
         """Answer one §4.2.1 request with a §4.2.2 response; raise ``ChatError``.
 
@@ -182,7 +188,9 @@ class ChatPipeline:
         streams, and every step of the turn goes to it (``core.transcript``).
         With ``soul_only`` a request may name a soul and no terminal.
         ``caller`` (Home Assistant's user) decides which souls a request may
-        name and bind (``_soul_for``).
+        name and bind (``_soul_for``). The turn's events (``user_input``,
+        ``psyche_update``, ``driver_response``) share one ``trace_id``, which
+        the response carries; ``channel`` names the way in.
         """
         request = parse_chat_request(body, soul_only=soul_only)
         existing = self.sessions.get(request.session_id)
@@ -204,15 +212,32 @@ class ChatPipeline:
                     "the model gets it described",
                     soul.soul_id, item["type"], request.session_id,
                 )  # fmt: skip
+        trace = TurnTrace(
+            self.events,
+            self._clock,
+            soul.soul_id,
+            request.session_id,
+            request.terminal_id or None,
+        )
+        before = self._souls.snapshot(soul.soul_id)
+        trace.user_input(
+            request.text,
+            channel=channel,
+            user_id=request.user_id,
+            inputs=[str(item.get("type")) for item in request.context],
+            snapshot=before,
+        )
         try:
             user_emotion, snapshot = await self._souls.user_turn(
                 request.terminal_id,
                 request.text,
                 request.session_id,
                 soul_id=soul.soul_id,
+                trace_id=trace.trace_id,
             )
         except NoSoulError as err:
             raise ChatError(NO_SOUL_ERROR) from err
+        trace.psyche_update(before, snapshot, "user_emotion", user_emotion=user_emotion)
         turn = Turn(
             request,
             session,
@@ -222,6 +247,7 @@ class ChatPipeline:
             transcript,
         )
         turn.user_emotion = user_emotion
+        turn.trace = trace
         if session.pending and CONFIRM_YES.match(request.text):
             intents, session.pending = session.pending, []
             await self._confirmed(turn, intents)
@@ -237,6 +263,14 @@ class ChatPipeline:
             elif turn.closing:
                 await transcript.settle(reply)
         self.last_route = turn.route
+        trace.driver_response(
+            reply,
+            inner_voice=turn.inner_voice,
+            snapshot=self._souls.snapshot(soul.soul_id),
+            intent_decision=turn.decision,
+            executed_skills=list(turn.executed),
+            route=turn.route,
+        )
         return {
             "session_id": request.session_id,
             "terminal_id": request.terminal_id,
@@ -247,6 +281,7 @@ class ChatPipeline:
             "intent_decision": turn.decision,
             "exec_mode": snapshot.exec_mode.value,
             "exec_probability": snapshot.exec_probability,
+            "trace_id": trace.trace_id,
         }
 
     async def _confirmed(self, turn: Turn, intents: list[dict[str, Any]]) -> None:

@@ -180,6 +180,8 @@ class SoulEvent:
     user_emotion: Mapping[str, Any] | None = None
     # Every emotion_update published for this change.
     published: tuple[dict[str, Any], ...] = ()
+    # The user turn's trace id (the event journal's), if any.
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,6 +521,7 @@ class SoulHub:
         session_id: str,
         *,
         soul_id: str | None = None,
+        trace_id: str | None = None,
     ) -> tuple[dict[str, Any], EmotionSnapshot]:
         """Recognise the user's emotion, move the bound soul, publish to the terminal.
 
@@ -557,6 +560,7 @@ class SoulHub:
                 terminal_id=terminal_id or None,
                 user_emotion=user_emotion,
                 published=sent,
+                trace_id=trace_id,
             )
         )
         return user_emotion, snapshot

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from . import untrusted
 from .chat_request import ChatRequest
 from .chat_tools import ExtraTools
+from .cognition.trace import TurnTrace
 from .emotion.dynamics import ExecMode
 from .invoker import InvokeError, Invoker
 from .session import Session
@@ -62,6 +63,9 @@ class Turn:
     streamed: bool = False  # the reply reached the transcript piece by piece
     # Parts of the command the intent filter found nothing to run for.
     unmatched: list[str] = field(default_factory=list)
+    # The turn's events (the journal); the model's inner voice, never shown.
+    trace: TurnTrace | None = None
+    inner_voice: str | None = None
 
     @property
     def bodiless(self) -> bool:

@@ -1,0 +1,125 @@
+"""Every user turn's events share one trace id (XingChen-V §2)."""
+
+from __future__ import annotations
+
+import uuid
+
+from custom_components.soul.core.cognition.events import (
+    Event,
+    EventBus,
+    EventType,
+    Source,
+)
+from custom_components.soul.core.llm import OpenAICompatibleLLM
+from devtools.fake_llm import FakeOpenAI, tool_call
+
+from .test_chat import Env, T, llm  # noqa: F401  # fixture
+
+
+class Recorder:
+    """A journal that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def append(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def traced(env: Env) -> Recorder:
+    recorder = Recorder()
+    env.pipeline.events = EventBus(recorder)
+    return recorder
+
+
+async def test_an_intent_turn_is_one_trace() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    journal = traced(env)
+    response = await env.say("太好了！把灯调成绿色")
+    trace_id = response["trace_id"]
+    assert uuid.UUID(trace_id).version == 4
+    kinds = [(e.type, e.source) for e in journal.events]
+    assert kinds == [
+        (EventType.USER_INPUT, Source.USER),
+        (EventType.PSYCHE_UPDATE, Source.PSYCHE),
+        (EventType.DRIVER_RESPONSE, Source.DRIVER),
+    ]
+    assert {e.trace_id for e in journal.events} == {trace_id}
+    assert {(e.soul_id, e.session_id, e.terminal_id) for e in journal.events} == {
+        ("s1", "s1", T)
+    }
+    user, psyche, driver = journal.events
+    assert user.payload["content"] == "太好了！把灯调成绿色"
+    assert user.payload["channel"] == "http"
+    assert psyche.payload["reason"] == "user_emotion"
+    assert psyche.payload["delta"]["pleasure"] > 0  # joy moved it
+    assert psyche.psyche_state is not None
+    assert set(psyche.psyche_state) == {
+        "pleasure", "arousal", "dominance", "mood", "exec_probability", "exec_mode"
+    }  # fmt: skip
+    assert driver.payload["content"] == response["reply"]
+    assert driver.payload["executed_skills"] == ["control_light"]
+    assert driver.payload["intent_decision"] == "execute_intents"
+    # The spec's JSON shape.
+    shape = driver.as_dict()
+    assert set(shape) >= {"trace_id", "type", "source", "payload", "meta"}
+    assert set(shape["meta"]) == {"timestamp", "psyche_state"}
+    assert shape["meta"]["timestamp"] == env.now
+    # The next turn is another trace.
+    again = await env.say("你好")
+    assert again["trace_id"] != trace_id
+    assert len(journal.events) == 6
+
+
+async def test_a_model_turn_is_one_trace_and_listeners_see_it(
+    fake_llm: FakeOpenAI,
+    llm: OpenAICompatibleLLM,  # noqa: F811
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    journal = traced(env)
+    streamed: list[Event] = []
+    assert env.pipeline.events is not None
+    unsubscribe = env.pipeline.events.subscribe(streamed.append)
+    fake_llm.reply(
+        "我点头了。", tool_calls=[tool_call("set_head_motion", {"action": "点头"})]
+    )
+    response = await env.pipeline.chat(
+        {
+            "session_id": "s1",
+            "terminal_id": T,
+            "inputs": [
+                {"type": "keyboard_text", "text": "你同意吗？"},
+                {"type": "presence", "present": True},
+            ],
+        },
+        channel="assist",
+    )
+    assert streamed == journal.events
+    assert {e.trace_id for e in journal.events} == {response["trace_id"]}
+    user = journal.events[0]
+    assert user.payload["channel"] == "assist"
+    assert user.payload["inputs"] == ["presence"]
+    assert journal.events[-1].payload["executed_skills"] == ["set_head_motion"]
+    assert journal.events[-1].payload["route"] == "llm"
+    unsubscribe()
+    await env.say("好")
+    assert len(streamed) == 3
+
+
+async def test_a_broken_journal_or_listener_never_stops_a_turn() -> None:
+    class Broken:
+        def append(self, event: Event) -> None:
+            raise RuntimeError("disk on fire")
+
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    env.pipeline.events = EventBus(Broken())
+
+    def explode(_event: Event) -> None:
+        raise ValueError("listener bug")
+
+    env.pipeline.events.subscribe(explode)
+    response = await env.say("把灯调成绿色")
+    assert response["executed_skills"] == ["control_light"]
