@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from custom_components.soul.core.cognition.events import (
@@ -10,9 +11,12 @@ from custom_components.soul.core.cognition.events import (
     EventType,
     Source,
 )
+from custom_components.soul.core.cognition.notices import watch_bodies
 from custom_components.soul.core.llm import OpenAICompatibleLLM
+from custom_components.soul.core.topics import Kind
 from devtools.fake_llm import FakeOpenAI, tool_call
 
+from .spec_payloads import skills
 from .test_chat import Env, T, llm  # noqa: F401  # fixture
 
 
@@ -123,3 +127,41 @@ async def test_a_broken_journal_or_listener_never_stops_a_turn() -> None:
     env.pipeline.events.subscribe(explode)
     response = await env.say("把灯调成绿色")
     assert response["executed_skills"] == ["control_light"]
+
+
+async def test_bodies_and_summaries_are_system_notifications() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    journal = traced(env)
+    assert env.pipeline.events is not None
+    unwatch = watch_bodies(
+        env.registry, env.souls, env.pipeline.events, lambda: env.now
+    )
+    env.registry.handle_message(Kind.ONLINE, T, "offline")
+    env.registry.handle_message(Kind.ONLINE, T, "offline")  # no change, no notice
+    env.registry.handle_message(Kind.ONLINE, T, "online")
+    notices = [e for e in journal.events if e.type is EventType.SYSTEM_NOTIFICATION]
+    assert [n.payload["event"] for n in notices] == ["offline", "online"]
+    assert [n.payload["level"] for n in notices] == ["warning", "info"]
+    assert {(n.soul_id, n.terminal_id, n.source) for n in notices} == {
+        ("s1", T, Source.SYSTEM)
+    }
+    assert len({n.trace_id for n in notices}) == 2  # each its own trace
+    other = "terminal-002"
+    env.registry.handle_message(Kind.ONLINE, other, "online")
+    env.registry.handle_message(
+        Kind.SKILLS, other, json.dumps(skills(terminal_id=other))
+    )
+    added = journal.events[-1]
+    assert added.payload["event"] == "connected" and added.soul_id is None
+    unwatch()
+    env.registry.handle_message(Kind.ONLINE, T, "offline")
+    assert journal.events[-1] is added
+    # An idle session summarised.
+    await env.say("我叫小明")
+    env.now += 180
+    (session,) = await env.pipeline.summarize_idle()
+    summarised = journal.events[-1]
+    assert summarised.payload["event"] == "session_summarised"
+    assert summarised.payload["summary"] == session.summary
+    assert summarised.session_id == "s1" and summarised.soul_id == "s1"

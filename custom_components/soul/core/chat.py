@@ -46,6 +46,7 @@ from .chat_request import (
 )
 from .chat_tools import ChatModel, ExtraTools
 from .cognition.events import EventBus
+from .cognition.notices import notice
 from .cognition.trace import TurnTrace
 from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
@@ -166,8 +167,25 @@ class ChatPipeline:
         return self.reasoner.usage
 
     async def summarize_idle(self) -> list[Session]:
-        """Summarise the idle sessions with this pipeline's model and memory."""
-        return await self.sessions.summarize_idle(self.model, self.memory)
+        """Summarise the idle sessions with this pipeline's model and memory.
+
+        Each summary is a ``system_notification`` in the journal.
+        """
+        done = await self.sessions.summarize_idle(self.model, self.memory)
+        for session in done:
+            notice(
+                self.events,
+                self._clock,
+                "session summarised"
+                + (" and queued for memory" if self.memory is not None else ""),
+                souls=self._souls,
+                soul_id=session.soul_id,
+                session_id=session.session_id,
+                terminal_id=session.terminal_id or None,
+                event="session_summarised",
+                summary=session.summary,
+            )
+        return done
 
     # -- the turn ---------------------------------------------------------------
 
