@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -17,7 +18,7 @@ from custom_components.soul.const import (
     CONF_MEMORY_BACKEND,
     CONF_TOPIC_PREFIX,
 )
-from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, tool_call
+from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, Reply, tool_call
 
 from .test_terminals import Body, body  # noqa: F401  # fixture
 
@@ -175,3 +176,32 @@ async def test_the_intent_path_and_no_reply_in_the_chat_log(
     assert not any(
         c.role == "assistant" and c.content and "NO_REPLY" in c.content for c in content
     )
+
+
+async def test_a_json_answer_streams_its_reply_only(
+    hass: HomeAssistant,
+    fake_llm: FakeOpenAI,
+    body: Body,  # noqa: F811
+) -> None:
+    """The F-brain's JSON (XingChen-V §3.1): Assist shows the reply, never the rest."""
+    answer = {
+        "reply": "Let's take it slow tonight.",
+        "inner_voice": "They sound exhausted; keep it short.",
+        "emotion": "calm",
+    }
+    fake_llm.responders.append(
+        lambda request: (
+            Reply(content=json.dumps(answer), chunk_delay=0.001)
+            if "response_format" in request
+            else None
+        )
+    )
+    result = await conversation.async_converse(
+        hass, "What a long day it was.", None, Context(), "en", agent_id=AGENT
+    )
+    assert result.response.speech["plain"]["speech"] == answer["reply"]
+    assert fake_llm.chat_requests[0].get("stream")
+    content = _content(hass, result.conversation_id)
+    shown = json.dumps([getattr(c, "content", None) for c in content])
+    assert answer["inner_voice"] not in shown
+    assert '"emotion"' not in shown

@@ -447,8 +447,8 @@ async def test_a_slow_model_times_out_into_a_reply(
     fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
 ) -> None:
     class Impatient:
-        async def chat(self, messages: Any, tools: Any) -> Any:
-            return await llm.chat(messages, tools, timeout=0.2)
+        async def chat(self, messages: Any, tools: Any, **kwargs: Any) -> Any:
+            return await llm.chat(messages, tools, timeout=0.2, **kwargs)
 
     env = Env(None)
     env.pipeline.model = Impatient()

@@ -272,6 +272,12 @@ class ChatPipeline:
         else:
             session.pending = []
             await self._route(turn)
+        if turn.driver_emotion is not None:
+            moved_from = self._souls.snapshot(soul.soul_id)
+            if moved := self._souls.express(soul.soul_id, turn.driver_emotion):
+                trace.psyche_update(
+                    moved_from, moved, "driver_emotion", emotion=turn.driver_emotion
+                )
         reply = untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
         if reply:
             session.add_turn("assistant", reply)

@@ -38,12 +38,20 @@ class ChatModel(Protocol):
     """The language model: ``OpenAICompatibleLLM`` or a test double."""
 
     async def chat(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
-        """Return one completion."""
+        """Return one completion (``response_format``: OpenAI's structured output)."""
 
     def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> AsyncIterator[str | ModelReply]:
         """Yield one completion's text in pieces, then the whole reply."""
 

@@ -130,6 +130,7 @@ class OpenAICompatibleLLM:
         tools: Sequence[dict[str, Any]] = (),
         *,
         timeout: float = 30.0,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
         """Return one completion of ``messages`` with ``tools`` offered.
 
@@ -143,6 +144,8 @@ class OpenAICompatibleLLM:
         }
         if tools:
             kwargs["tools"] = list(tools)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         # The body is read by us, within MAX_COMPLETION_BYTES, and decoded as
         # untrusted JSON (off the event loop when large): a hostile or broken
         # endpoint can neither flood memory nor hold the loop.
@@ -189,6 +192,7 @@ class OpenAICompatibleLLM:
         tools: Sequence[dict[str, Any]] = (),
         *,
         timeout: float = 30.0,
+        response_format: dict[str, Any] | None = None,
     ) -> AsyncIterator[str | ModelReply]:
         """Stream one completion: its text in pieces as they arrive, then the reply.
 
@@ -206,6 +210,8 @@ class OpenAICompatibleLLM:
         }
         if tools:
             kwargs["tools"] = list(tools)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         assembly = _Assembly()
         try:
             async with client.chat.completions.with_streaming_response.create(

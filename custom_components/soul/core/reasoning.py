@@ -25,6 +25,12 @@ from . import untrusted
 from .chat_phrases import STATUS_TEXT, phrase, reply_language
 from .chat_request import MAX_TEXT
 from .chat_tools import RECALL_SPEC, RECALL_TOOL, ChatModel, tool_message
+from .cognition.driver import (
+    JSON_INSTRUCTION,
+    RESPONSE_FORMAT,
+    ReplyField,
+    parse_driver_reply,
+)
 from .emotion.dynamics import ExecMode
 from .invoker import (
     InvokeError,
@@ -82,8 +88,10 @@ class Reasoner:
         self.max_rounds = max(1, max_rounds)
         # §2 step 8: one model call per turn unless follow-up rounds are wanted.
         self.follow_up = follow_up
-        # Whether the endpoint takes image parts: unknown until it answers one.
+        # Whether the endpoint takes image parts and structured output (the
+        # F-brain's JSON): unknown until it answers a request with them.
         self.sees_images: bool | None = None
+        self.structured: bool | None = None
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self._on_no_model = on_no_model
         # The endpoint refused the key: the glue starts Home Assistant's reauth.
@@ -122,34 +130,26 @@ class Reasoner:
             tools += [
                 t for t in turn.extra_tools.specs if t["function"]["name"] not in names
             ]
-        images = (
-            image_urls(turn.request.context) if self.sees_images is not False else []
-        )
-        messages = self._messages(turn, images)
         rounds = self.max_rounds if self.follow_up else 2
+        messages: list[dict[str, Any]] = []
         for round_no in range(rounds):
             try:
-                answer = await self._ask(turn, messages, tools)
-            except LLMRequestRejectedError as err:
-                if not images or round_no:
-                    return self._failed(turn, err)
-                # The endpoint takes no images: remember, describe them instead.
-                _LOGGER.info("The model refused image parts (%s); describing them", err)
-                self.sees_images, images = False, []
-                messages = self._messages(turn, images)
-                try:
+                if round_no == 0:
+                    answer, messages = await self._first_answer(turn, tools)
+                else:
                     answer = await self._ask(turn, messages, tools)
-                except LLMError as err2:
-                    return self._failed(turn, err2)
             except LLMError as err:
                 return self._failed(turn, err)
-            if images:
-                self.sees_images = True
             turn.model_calls += 1
             for key, value in answer.usage.items():
                 self.usage[key] = self.usage.get(key, 0) + value
             content = untrusted.clean(answer.content, MAX_REPLY)
-            turn.reply = content
+            said = parse_driver_reply(content, MAX_REPLY)
+            if self.structured and content.strip() and said.emotion is None:
+                self.structured = False  # accepted, not followed: instruct instead
+            turn.reply = said.reply
+            turn.inner_voice = said.inner_voice or turn.inner_voice
+            turn.driver_emotion = said.emotion or turn.driver_emotion
             if not answer.tool_calls:
                 return None
             calls = answer.tool_calls[:MAX_TOOL_CALLS]
@@ -190,9 +190,52 @@ class Reasoner:
             if (self.follow_up or recalled) and round_no < rounds - 1:
                 continue
             turn.closing = True  # tool results came after this round's text
-            self._settle_reply(turn, content, failed)
+            self._settle_reply(turn, said.reply, failed)
             return None
         return None
+
+    async def _first_answer(
+        self, turn: Turn, tools: list[dict[str, Any]]
+    ) -> tuple[ModelReply, list[dict[str, Any]]]:
+        """Ask the first round, learning what the endpoint takes.
+
+        Structured output and image parts are sent until the endpoint refuses
+        a request with them (HTTP 400/422): then the turn is asked again
+        without structured output first, then without images, and the
+        endpoint is remembered as not taking them.
+        """
+        images = (
+            image_urls(turn.request.context) if self.sees_images is not False else []
+        )
+        while True:
+            structured = self.structured is not False
+            messages = self._messages(turn, images, structured=structured)
+            try:
+                answer = await self._ask(
+                    turn,
+                    messages,
+                    tools,
+                    response_format=RESPONSE_FORMAT if structured else None,
+                )
+            except LLMRequestRejectedError as err:
+                # The refusal's words say which, when they do.
+                blames_images = "image" in str(err).lower()
+                if structured and self.structured is None and not (
+                    images and blames_images
+                ):
+                    _LOGGER.info("The model refused structured output (%s)", err)
+                    self.structured = False
+                    continue
+                if images:
+                    _LOGGER.info("The model refused image parts (%s)", err)
+                    self.sees_images, images = False, []
+                    continue
+                raise
+            if structured:
+                self.structured = True
+            if images:
+                self.sees_images = True
+            return answer, messages
 
     def _failed(self, turn: Turn, err: LLMError) -> None:
         """Answer in character that the model failed."""
@@ -202,7 +245,9 @@ class Reasoner:
         turn.reply = phrase(turn.request.text, "model_failed")
         turn.streamed = False
 
-    def _messages(self, turn: Turn, images: list[str]) -> list[dict[str, Any]]:
+    def _messages(
+        self, turn: Turn, images: list[str], *, structured: bool
+    ) -> list[dict[str, Any]]:
         """Return the system prompt and the history, images on the user's message."""
         raw = (
             turn.transcript.history()
@@ -222,6 +267,8 @@ class Reasoner:
                     ]
                     break
         prompt = self._system_prompt(turn, frozenset(images))
+        if not structured:
+            prompt += "\n" + JSON_INSTRUCTION
         return [{"role": "system", "content": prompt}, *history]
 
     def _settle_reply(self, turn: Turn, content: str, failed: list[str]) -> None:
@@ -242,16 +289,27 @@ class Reasoner:
         turn: Turn,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
-        """Ask the model once; with a transcript, stream its text into it."""
+        """Ask the model once; with a transcript, stream its reply's words into it.
+
+        Only the ``reply`` of a JSON answer is streamed (``ReplyField``): never
+        the JSON, nor the inner voice.
+        """
         assert self.model is not None  # noqa: S101 - checked by the caller
+        if self.structured is not False and response_format is None:
+            response_format = RESPONSE_FORMAT if self.structured else None
+        kwargs = {"response_format": response_format} if response_format else {}
         if turn.transcript is None:
-            return await self.model.chat(messages, tools)
+            return await self.model.chat(messages, tools, **kwargs)
         stream = ReplyStream(turn.transcript)
+        field = ReplyField()
         answer: ModelReply | None = None
-        async for item in self.model.stream(messages, tools):
+        async for item in self.model.stream(messages, tools, **kwargs):
             if isinstance(item, str):
-                await stream.add(untrusted.clean(item, MAX_REPLY))
+                if words := field.feed(item):
+                    await stream.add(untrusted.clean(words, MAX_REPLY))
             else:
                 answer = item
         await stream.end()

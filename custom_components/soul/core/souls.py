@@ -40,7 +40,9 @@ MAX_NAME_LENGTH = 64
 MAX_PERSONA_LENGTH = 2000
 MAX_SOULS = 100  # souls of one hub, however they are created
 MAX_SEEN = 4096  # terminal ids remembered as seen (their soul_hint was used)
-HINT_SOUL_INTERVAL = 60.0  # seconds between souls created from bodies' hints
+HINT_SOUL_INTERVAL = 60.0
+# How strongly the emotion a soul says it feels moves it (a user's: up to 1).
+EXPRESSED_INTENSITY = 0.3  # seconds between souls created from bodies' hints
 NEUTRAL_USER_EMOTION: dict[str, Any] = {
     "emotion": "neutral",
     "p": 0.0,
@@ -513,6 +515,24 @@ class SoulHub:
                     event.soul_id, event.snapshot, event.previous, published=tuple(sent)
                 )
             )
+
+    def express(
+        self, soul_id: str, emotion: Emotion, intensity: float = EXPRESSED_INTENSITY
+    ) -> EmotionSnapshot | None:
+        """Move a soul by the emotion it said it feels (the F-brain's, §3.1).
+
+        A gentler pull than a user's emotion; nothing is published (the next
+        tick carries it). Returns the new snapshot, None for an unknown soul.
+        """
+        if (soul := self._souls.get(soul_id)) is None:
+            return None
+        state = self._states[soul_id] = apply_user_emotion(
+            self._states[soul_id], soul.persona, emotion, intensity, self._clock()
+        )
+        self._on_dirty()
+        snapshot = self._snapshot(soul, state)
+        self._notify(SoulEvent(soul_id, snapshot, self._last.get(soul_id)))
+        return snapshot
 
     async def user_turn(
         self,

@@ -23,6 +23,7 @@ from .chat_request import ChatRequest
 from .chat_tools import ExtraTools
 from .cognition.trace import TurnTrace
 from .emotion.dynamics import ExecMode
+from .emotion.labels import Emotion
 from .invoker import InvokeError, Invoker
 from .session import Session
 from .transcript import Transcript
@@ -66,6 +67,7 @@ class Turn:
     # The turn's events (the journal); the model's inner voice, never shown.
     trace: TurnTrace | None = None
     inner_voice: str | None = None
+    driver_emotion: Emotion | None = None  # what the model said it feels
 
     @property
     def bodiless(self) -> bool:
