@@ -31,6 +31,12 @@ from .cognition.driver import (
     ReplyField,
     parse_driver_reply,
 )
+from .cognition.profiles import (
+    UPDATE_PROFILE_SPEC,
+    UPDATE_PROFILE_TOOL,
+    ProfileError,
+    ProfileStore,
+)
 from .emotion.dynamics import ExecMode
 from .invoker import (
     InvokeError,
@@ -92,6 +98,9 @@ class Reasoner:
         # F-brain's JSON): unknown until it answers a request with them.
         self.sees_images: bool | None = None
         self.structured: bool | None = None
+        # Who the souls talk to (XingChen-V §5.2): read in the prompt, and the
+        # model may record what a user tells about themselves.
+        self.profiles: ProfileStore | None = None
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self._on_no_model = on_no_model
         # The endpoint refused the key: the glue starts Home Assistant's reauth.
@@ -125,6 +134,8 @@ class Reasoner:
         ]
         if self.memory is not None and self.memory.ready:
             tools.append(RECALL_SPEC)
+        if self.profiles is not None and turn.session.user_id:
+            tools.append(UPDATE_PROFILE_SPEC)
         if turn.extra_tools is not None:
             names = {s.name for s in skills}
             tools += [
@@ -182,7 +193,7 @@ class Reasoner:
                         "content": tool_message(result),
                     }
                 )
-                if call.name != RECALL_TOOL:
+                if call.name not in (RECALL_TOOL, UPDATE_PROFILE_TOOL):
                     turn.session.context.append(result_note(call.name, result))
                     if not result.get("ok"):
                         failed.append(call.name)
@@ -220,8 +231,10 @@ class Reasoner:
             except LLMRequestRejectedError as err:
                 # The refusal's words say which, when they do.
                 blames_images = "image" in str(err).lower()
-                if structured and self.structured is None and not (
-                    images and blames_images
+                if (
+                    structured
+                    and self.structured is None
+                    and not (images and blames_images)
                 ):
                     _LOGGER.info("The model refused structured output (%s)", err)
                     self.structured = False
@@ -334,6 +347,8 @@ class Reasoner:
             return {"ok": False, "error": "arguments must be a JSON object"}
         if call.name == RECALL_TOOL and self.memory is not None:
             return await self._recall(turn, arguments)
+        if call.name == UPDATE_PROFILE_TOOL and self.profiles is not None:
+            return self._update_profile(turn, arguments)
         extra = turn.extra_tools
         terminal = self._registry.get(turn.request.terminal_id)
         is_skill = (
@@ -368,6 +383,22 @@ class Reasoner:
         if result.ok:
             turn.executed.append(call.name)
         return {"ok": result.ok, "output": result.output, "error": result.error}
+
+    def _update_profile(self, turn: Turn, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Record what the user told about themselves (their profile, §5.2)."""
+        assert self.profiles is not None  # noqa: S101 - checked by the caller
+        if not (user_id := turn.session.user_id):
+            return {"ok": False, "error": "this user has no profile"}
+        try:
+            profile = self.profiles.update(
+                user_id,
+                name=arguments.get("name"),
+                preferences=arguments.get("preferences"),
+            )
+        except ProfileError as err:
+            return {"ok": False, "error": str(err)}
+        turn.executed.append(UPDATE_PROFILE_TOOL)
+        return {"ok": True, "profile": profile.as_dict()}
 
     async def _recall(self, turn: Turn, arguments: dict[str, Any]) -> dict[str, Any]:
         """Search memory between ``mem0_searching`` and ``done``/``failed`` (§3.7)."""
@@ -431,6 +462,10 @@ class Reasoner:
                 f"The user's emotion: {emotion['emotion']} "
                 f"(intensity {emotion.get('intensity', 0)}); respond to it."
             )
+        if self.profiles is not None and (
+            about := self.profiles.prompt_line(turn.session.user_id)
+        ):
+            lines.append(about)
         if turn.session.summary:
             lines.append(f"Earlier in this conversation: {turn.session.summary}")
         context = context_lines(
