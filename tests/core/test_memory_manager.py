@@ -162,7 +162,7 @@ async def test_archive_queue_survives_outages_and_restarts() -> None:
         "type", "tags", "timestamp", "soul_id", "terminal_id", "session_id"
     }  # fmt: skip
     assert summary["metadata"]["session_id"] == "s1"
-    assert summary["metadata"]["timestamp"].startswith("2026-02-22T09:40:00")
+    assert summary["metadata"]["timestamp"] == 1_771_753_200  # Unix seconds (§5.1)
 
 
 async def test_forget() -> None:

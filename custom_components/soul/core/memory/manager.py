@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 import logging
 from typing import Any
 
@@ -27,10 +26,6 @@ DEFAULT_SEARCH_TIMEOUT = 5.0
 DEFAULT_LIMIT = 5
 MAX_QUEUE = 500
 ANONYMOUS_USER = "default_user"
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
 class MemoryManager:
@@ -145,7 +140,7 @@ class MemoryManager:
         return {
             "type": memory_type,
             "tags": list(tags),
-            "timestamp": _iso(self._clock()),
+            "timestamp": int(self._clock()),  # §5.1: Unix seconds
             "soul_id": soul_id,
             "terminal_id": terminal_id,
             "session_id": session_id,
