@@ -46,6 +46,7 @@ from .chat_request import (
 )
 from .chat_tools import ChatModel, ExtraTools
 from .cognition.events import EventBus
+from .cognition.navigator import Navigator
 from .cognition.notices import notice
 from .cognition.trace import TurnTrace
 from .emotion.dynamics import ExecMode
@@ -117,6 +118,8 @@ class ChatPipeline:
         self._timezone = default_timezone
         # The event journal's bus (XingChen-V §2): every turn's events go there.
         self.events = events
+        # The S-brain (XingChen-V §3.2), set by the glue when there is a model.
+        self._navigator: Navigator | None = None
         self.sessions = Sessions(clock=clock, on_dirty=on_dirty)
         self.last_route: str | None = None
         # A chat request's soul_hint, applied as a body's (the glue may create
@@ -162,6 +165,18 @@ class ChatPipeline:
         self.reasoner.max_rounds = max(1, rounds)
 
     @property
+    def navigator(self) -> Navigator | None:
+        """Return the S-brain, if any; its suggestions reach the model's prompt."""
+        return self._navigator
+
+    @navigator.setter
+    def navigator(self, navigator: Navigator | None) -> None:
+        self._navigator = navigator
+        self.reasoner.suggestion = (
+            navigator.suggestion_for if navigator is not None else lambda _s: None
+        )
+
+    @property
     def usage(self) -> dict[str, int]:
         """Return the tokens the model used so far."""
         return self.reasoner.usage
@@ -171,21 +186,34 @@ class ChatPipeline:
 
         Each summary is a ``system_notification`` in the journal.
         """
-        done = await self.sessions.summarize_idle(self.model, self.memory)
+        navigator = self.navigator
+        done = await self.sessions.summarize_idle(
+            self.model,
+            self.memory,
+            (lambda s: navigator.run(s, "idle")) if navigator is not None else None,
+        )
         for session in done:
-            notice(
-                self.events,
-                self._clock,
-                "session summarised"
-                + (" and queued for memory" if self.memory is not None else ""),
-                souls=self._souls,
-                soul_id=session.soul_id,
-                session_id=session.session_id,
-                terminal_id=session.terminal_id or None,
-                event="session_summarised",
-                summary=session.summary,
-            )
+            self._summarised(session)
         return done
+
+    async def archive(self, session: Session) -> None:
+        """Summarise a session now and queue it for memory (the navigator asks)."""
+        await self.sessions.summarize(session, self.model, self.memory)
+        self._summarised(session)
+
+    def _summarised(self, session: Session) -> None:
+        notice(
+            self.events,
+            self._clock,
+            "session summarised"
+            + (" and queued for memory" if self.memory is not None else ""),
+            souls=self._souls,
+            soul_id=session.soul_id,
+            session_id=session.session_id,
+            terminal_id=session.terminal_id or None,
+            event="session_summarised",
+            summary=session.summary,
+        )
 
     # -- the turn ---------------------------------------------------------------
 
@@ -287,14 +315,17 @@ class ChatPipeline:
             elif turn.closing:
                 await transcript.settle(reply)
         self.last_route = turn.route
+        after = self._souls.snapshot(soul.soul_id)
         trace.driver_response(
             reply,
             inner_voice=turn.inner_voice,
-            snapshot=self._souls.snapshot(soul.soul_id),
+            snapshot=after,
             intent_decision=turn.decision,
             executed_skills=list(turn.executed),
             route=turn.route,
         )
+        if self.navigator is not None and after is not None:
+            self.navigator.after_turn(session, before, after)
         return {
             "session_id": request.session_id,
             "terminal_id": request.terminal_id,

@@ -101,6 +101,8 @@ class Reasoner:
         # Who the souls talk to (XingChen-V §5.2): read in the prompt, and the
         # model may record what a user tells about themselves.
         self.profiles: ProfileStore | None = None
+        # The navigator's current suggestion for a soul (one model turn's worth).
+        self.suggestion: Callable[[str], str | None] = lambda _soul_id: None
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self._on_no_model = on_no_model
         # The endpoint refused the key: the glue starts Home Assistant's reauth.
@@ -141,6 +143,7 @@ class Reasoner:
             tools += [
                 t for t in turn.extra_tools.specs if t["function"]["name"] not in names
             ]
+        turn.suggestion = self.suggestion(turn.session.soul_id)
         rounds = self.max_rounds if self.follow_up else 2
         messages: list[dict[str, Any]] = []
         for round_no in range(rounds):
@@ -468,6 +471,10 @@ class Reasoner:
             lines.append(about)
         if turn.session.summary:
             lines.append(f"Earlier in this conversation: {turn.session.summary}")
+        if turn.suggestion:
+            lines.append(
+                f"Your navigator (your reflective mind) suggests: {turn.suggestion}"
+            )
         context = context_lines(
             turn.session,
             current=len(turn.request.context),

@@ -9,7 +9,7 @@ there is one, else extractively; the summary becomes the session's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 import logging
 from typing import Any
 
@@ -81,12 +81,16 @@ class Sessions(Mapping[str, Session]):
         return {"sessions": [s.as_dict() for s in self._sessions.values()]}
 
     async def summarize_idle(
-        self, model: ChatModel | None, memory: MemoryManager | None
+        self,
+        model: ChatModel | None,
+        memory: MemoryManager | None,
+        before: Callable[[Session], Awaitable[Any]] | None = None,
     ) -> list[Session]:
         """Summarise every session idle for 3 minutes since its last user turn.
 
         Exactly once per idle spell: a session whose summary is under way
-        (a slow model, the next 15 s check) is left to it.
+        (a slow model, the next 15 s check) is left to it. ``before`` runs
+        first for each (the navigator's reflection).
         """
         now = self._clock()
         done = []
@@ -98,26 +102,36 @@ class Sessions(Mapping[str, Session]):
         self._summarizing.update(s.session_id for s in idle)
         try:
             for session in idle:
-                covered, turns = session.last_user_at, session.turn_count
-                summary = await _summary(session, model)
-                session.summarized(summary, turns, covered)
-                done.append(session)
-                if memory is not None:
-                    # Queued on disk first; sent now or when the backend is back.
-                    await memory.archive_session(
-                        session_id=session.session_id,
-                        terminal_id=session.terminal_id,
-                        soul_id=session.soul_id,
-                        user_id=session.user_id,
-                        summary=summary,
-                        turns=list(session.turns),
-                    )
+                if before is not None:
+                    await before(session)
+                if session.idle(now):  # the navigator may have archived it
+                    await self.summarize(session, model, memory)
+                    done.append(session)
                 self._summarizing.discard(session.session_id)
         finally:
             self._summarizing.difference_update(s.session_id for s in idle)
         if done:
             self._on_dirty()
         return done
+
+    async def summarize(
+        self, session: Session, model: ChatModel | None, memory: MemoryManager | None
+    ) -> None:
+        """Summarise a session now and queue it for long-term memory."""
+        covered, turns = session.last_user_at, session.turn_count
+        summary = await _summary(session, model)
+        session.summarized(summary, turns, covered)
+        if memory is not None:
+            # Queued on disk first; sent now or when the backend is back.
+            await memory.archive_session(
+                session_id=session.session_id,
+                terminal_id=session.terminal_id,
+                soul_id=session.soul_id,
+                user_id=session.user_id,
+                summary=summary,
+                turns=list(session.turns),
+            )
+        self._on_dirty()
 
 
 async def _summary(session: Session, model: ChatModel | None) -> str:

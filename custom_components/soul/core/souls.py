@@ -11,7 +11,7 @@ subscribers what changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import json
 import logging
 from typing import Any
@@ -528,6 +528,26 @@ class SoulHub:
             return None
         state = self._states[soul_id] = apply_user_emotion(
             self._states[soul_id], soul.persona, emotion, intensity, self._clock()
+        )
+        self._on_dirty()
+        snapshot = self._snapshot(soul, state)
+        self._notify(SoulEvent(soul_id, snapshot, self._last.get(soul_id)))
+        return snapshot
+
+    def nudge(self, soul_id: str, delta: Mapping[str, float]) -> EmotionSnapshot | None:
+        """Shift a soul's PAD by ``delta`` (``p``, ``a``, ``d``; the navigator's).
+
+        Each axis stays within -1..1; nothing is published (the next tick
+        carries it). Returns the new snapshot, None for an unknown soul.
+        """
+        if (soul := self._souls.get(soul_id)) is None:
+            return None
+        state = evolve(self._states[soul_id], soul.persona, self._clock())
+        state = self._states[soul_id] = replace(
+            state,
+            p=max(-1.0, min(1.0, state.p + delta.get("p", 0.0))),
+            a=max(-1.0, min(1.0, state.a + delta.get("a", 0.0))),
+            d=max(-1.0, min(1.0, state.d + delta.get("d", 0.0))),
         )
         self._on_dirty()
         snapshot = self._snapshot(soul, state)

@@ -68,6 +68,7 @@ class Turn:
     trace: TurnTrace | None = None
     inner_voice: str | None = None
     driver_emotion: Emotion | None = None  # what the model said it feels
+    suggestion: str | None = None  # the navigator's, for this turn's prompt
 
     @property
     def bodiless(self) -> bool:
