@@ -1,0 +1,858 @@
+"""The persistent event journal (XingChen-V §2): SQLite, WAL, group commit.
+
+``SqliteJournal`` keeps every ``Event`` in one SQLite file (the glue puts it
+at ``<config>/soul_journal.db``). The event loop only ever calls ``append``:
+a put on a ``queue.SimpleQueue`` (about a microsecond) that never blocks and
+never raises. One writer thread (``soul-journal-writer``, not a daemon) takes
+whatever is waiting, up to ``BATCH_SIZE`` events, encodes it (JSON with
+``ensure_ascii=False``) and inserts it with one ``executemany`` in ONE
+transaction: one commit for a thousand events instead of a thousand commits.
+
+The database runs in WAL mode with ``synchronous=NORMAL``: a committed event
+survives a crash of Home Assistant; a power cut may lose the last commits,
+never the file. Readers (``query``) use their own read-only connection per
+call and never wait for the writer.
+
+Retention: events older than ``max_age_days`` (30) are deleted, then, while
+the file and its WAL are larger than ``max_bytes`` (100 MiB), the oldest tenth
+of what is left, until they fit; the database is created with
+``auto_vacuum=INCREMENTAL`` and the WAL is checkpointed (``TRUNCATE``), so
+the file really shrinks. The writer purges by age every hour (of ``clock``)
+and every ``PURGE_EVERY_COMMITS`` commits, by size whenever a commit leaves
+the files over ``max_bytes``; ``purge()`` asks for one now.
+
+Failures: ``open`` raises ``JournalError`` (with what to do) when the file is
+not a SQLite database, is corrupt, is locked by another program or was
+written by a newer Soul. A SQLite error later (a full disk, a file deleted or
+damaged behind Soul's back) makes the writer call ``on_error`` once, from the
+writer thread, and stop writing: every later event is dropped and counted in
+``stats()["dropped"]``; Home Assistant keeps running. A lock held by another
+program (``database is locked``) is waited out for up to ``BUSY_BUDGET``
+seconds before it counts as a failure.
+
+Payloads are untrusted (docs/security.md): values JSON cannot hold are
+stored as their ``str``, keys as strings, lone UTF-16 surrogates as U+FFFD,
+non-finite numbers as strings, nesting deeper than 32 levels as a string,
+and a payload (or psyche state) over ``MAX_PAYLOAD_BYTES`` of JSON as
+``{"truncated": true, "bytes": <size>, "preview": <its first KiB>}``.
+Callers must not change a payload after emitting it: the writer encodes it
+later, in its own thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+import contextlib
+from dataclasses import dataclass, field
+import json
+import logging
+import math
+import os
+from pathlib import Path
+import queue
+import re
+import sqlite3
+import threading
+import time
+from typing import Any, Final, Self
+
+from .events import MAX_QUERY_LIMIT, Event, EventPage, EventQuery
+
+_LOGGER = logging.getLogger(__name__)
+
+SCHEMA_VERSION: Final = 1
+# Events the writer takes into one transaction.
+BATCH_SIZE: Final = 1_000
+# Events waiting for the writer; beyond, ``append`` drops the new one.
+MAX_QUEUED: Final = 100_000
+# A payload or psyche state larger than this (UTF-8 JSON) is stored truncated.
+MAX_PAYLOAD_BYTES: Final = 64 * 1024
+PREVIEW_BYTES: Final = 1024
+# Text columns (ids, type, source) are cut to this many characters.
+MAX_ID_CHARS: Final = 256
+MAX_DEPTH: Final = 32
+# The writer purges by age every PURGE_EVERY_COMMITS commits or PURGE_EVERY
+# seconds of ``clock``, whichever comes first.
+PURGE_EVERY_COMMITS: Final = 1_000
+PURGE_EVERY: Final = 3600.0
+# Rows one DELETE removes when purging by age (short transactions).
+PURGE_CHUNK: Final = 5_000
+# How long a SQLite call waits for a lock held by someone else, and how long
+# the writer keeps retrying a locked database before it gives up.
+BUSY_TIMEOUT: Final = 1.0
+OPEN_BUSY_TIMEOUT: Final = 5.0
+BUSY_BUDGET: Final = 60.0
+# How often the idle writer looks whether the interpreter is shutting down.
+IDLE_POLL: Final = 1.0
+# Up to this size ``open`` runs a full integrity_check, above a quick_check.
+FULL_CHECK_BYTES: Final = 8 * 1024 * 1024
+# After a checkpoint the WAL file is cut back to this size.
+WAL_SIZE_LIMIT: Final = 4 * 1024 * 1024
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    soul_id TEXT,
+    session_id TEXT,
+    terminal_id TEXT,
+    timestamp REAL NOT NULL,
+    payload TEXT NOT NULL,
+    psyche_state TEXT
+);
+CREATE INDEX IF NOT EXISTS events_soul_id ON events (soul_id, id);
+CREATE INDEX IF NOT EXISTS events_session_id ON events (session_id);
+CREATE INDEX IF NOT EXISTS events_trace_id ON events (trace_id);
+CREATE INDEX IF NOT EXISTS events_type ON events (type);
+CREATE INDEX IF NOT EXISTS events_timestamp ON events (timestamp);
+"""
+_INSERT = (
+    "INSERT INTO events (trace_id, type, source, soul_id, session_id,"
+    " terminal_id, timestamp, payload, psyche_state)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_COLUMNS = (
+    "id, trace_id, type, source, soul_id, session_id, terminal_id, timestamp,"
+    " payload, psyche_state"
+)
+# More soul ids than this go to SQLite as one JSON array, not one parameter each.
+_INLINE_IDS = 64
+
+type _Row = tuple[
+    str, str, str, str | None, str | None, str | None, float, str, str | None
+]
+
+
+class JournalError(Exception):
+    """The journal cannot be used; ``str()`` says why and what to do."""
+
+
+@dataclass(slots=True)
+class _Flush:
+    """A marker: set ``done`` once everything queued before it is committed."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(slots=True)
+class _Purge:
+    """A request to purge now; ``deleted`` is the number of events removed."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    deleted: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class _Stop:
+    """The last item the writer takes: write what came before, then end."""
+
+
+class SqliteJournal:
+    """The journal in one SQLite file; see the module docstring.
+
+    Build it with ``SqliteJournal.open`` (blocking). ``append`` is for the
+    event loop; ``query``, ``flush``, ``purge`` and ``close`` block and belong
+    in an executor; ``stats`` is cheap from any thread.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        connection: sqlite3.Connection,
+        *,
+        max_age_days: float,
+        max_bytes: int,
+        clock: Callable[[], float],
+        on_error: Callable[[Exception], None] | None,
+        oldest: float | None,
+    ) -> None:
+        """Take over an opened, checked connection; ``open`` is the way in."""
+        self.path = path
+        self.max_age_days = max_age_days
+        self.max_bytes = max_bytes
+        self._clock = clock
+        self._on_error = on_error
+        self._connection = connection
+        self._queue: queue.SimpleQueue[Event | _Flush | _Purge | _Stop] = (
+            queue.SimpleQueue()
+        )
+        # Written by ``append`` (the event loop) only.
+        self._appended = 0
+        self._refused = 0
+        # Written by the writer thread only.
+        self._written = 0
+        self._lost = 0
+        self._commits = 0
+        self._last_purge = clock()
+        self._purged_at = 0
+        self._oldest = oldest
+        self._last_error: str | None = None
+        # Set once, read by ``append``: no more events are taken.
+        self._closed = False
+        self._failed = False
+        # Set by ``close`` when the writer did not finish in time: give up.
+        self._abandon = False
+        self._error_reported = False
+        self._close_lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._run, name="soul-journal-writer", daemon=False
+        )
+
+    # -- opening -----------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        max_age_days: float = 30,
+        max_bytes: int = 100 * 1024 * 1024,
+        clock: Callable[[], float] = time.time,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> Self:
+        """Open (or create) the journal at ``path`` and start its writer; blocking.
+
+        Sets WAL mode, ``synchronous=NORMAL`` and ``auto_vacuum=INCREMENTAL``,
+        creates the schema and checks the file (``integrity_check`` up to
+        8 MiB, ``quick_check`` above). Raises ``JournalError`` when the file
+        is not a SQLite database, is corrupt, is locked by another program
+        or holds a newer schema. ``on_error`` is called once, from the writer
+        thread, when a later SQLite error stops the journal.
+        """
+        db_path = Path(path)
+        connection: sqlite3.Connection | None = None
+        try:
+            connection = sqlite3.connect(
+                db_path,
+                timeout=OPEN_BUSY_TIMEOUT,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            oldest = _prepare(connection, db_path)
+            connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+        except (sqlite3.Error, OSError) as err:
+            if connection is not None:
+                connection.close()
+            raise JournalError(_describe_open_error(db_path, err)) from err
+        except JournalError:
+            if connection is not None:
+                connection.close()
+            raise
+        journal = cls(
+            db_path,
+            connection,
+            max_age_days=max_age_days,
+            max_bytes=max_bytes,
+            clock=clock,
+            on_error=on_error,
+            oldest=oldest,
+        )
+        journal._thread.start()
+        return journal
+
+    # -- the event loop's side ---------------------------------------------
+
+    def append(self, event: Event) -> None:
+        """Queue ``event`` for the writer; never blocks, never raises.
+
+        After ``close``, after a fatal error, or with ``MAX_QUEUED`` events
+        already waiting, the event is dropped and counted. Meant for one
+        thread (the event loop): from several, events are still queued
+        safely but the ``appended``/``dropped`` counts may miss some.
+        """
+        if self._closed or self._failed or self._queue.qsize() >= MAX_QUEUED:
+            self._refused += 1
+            return
+        self._appended += 1
+        self._queue.put(event)
+
+    def stats(self) -> dict[str, Any]:
+        """Return the journal's counters and size; cheap, any thread.
+
+        ``appended`` events were queued, ``written`` committed, ``dropped``
+        refused or lost (closed, failed, queue full, unstorable); ``queued``
+        wait for the writer; ``bytes`` is the file plus its WAL.
+        """
+        return {
+            "appended": self._appended,
+            "written": self._written,
+            "dropped": self._refused + self._lost,
+            "queued": self._queue.qsize(),
+            "commits": self._commits,
+            "failed": self._failed,
+            "closed": self._closed,
+            "last_error": self._last_error,
+            "bytes": _file_bytes(self.path),
+            "oldest_timestamp": self._oldest,
+        }
+
+    # -- blocking calls (executor) -----------------------------------------
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every event appended before the call is committed (or dropped).
+
+        Returns False when ``timeout`` seconds pass first; True at once when
+        the writer has already stopped.
+        """
+        if not self._thread.is_alive():
+            return True
+        marker = _Flush()
+        self._queue.put(marker)
+        return marker.done.wait(timeout)
+
+    def purge(self, timeout: float = 60.0) -> int:
+        """Apply the retention now (in the writer thread); return the events deleted.
+
+        Raises ``JournalError`` when the journal is closed or failed, when
+        the purge fails, or when it takes longer than ``timeout`` seconds (it
+        then still finishes in the background).
+        """
+        if self._closed or self._failed or not self._thread.is_alive():
+            raise JournalError("The event journal is closed or stopped; nothing purged")
+        request = _Purge()
+        self._queue.put(request)
+        if not request.done.wait(timeout):
+            raise JournalError(f"Purging the event journal took over {timeout:g} s")
+        if request.error is not None:
+            raise JournalError(f"Purging the event journal failed: {request.error}")
+        return request.deleted
+
+    def query(self, q: EventQuery) -> EventPage:
+        """Return one page of stored events, newest first; blocking.
+
+        ``soul_ids`` None means every soul, an empty set none. Each event is
+        ``Event.as_dict()``'s shape plus its ``id``; ``next`` is the
+        ``before_id`` of the following page (None on the last one). Events
+        not yet committed (see ``flush``) are not seen. Raises
+        ``JournalError`` when the database cannot be read.
+        """
+        if (q.soul_ids is not None and not q.soul_ids) or (
+            q.types is not None and not q.types
+        ):
+            return EventPage()
+        limit = max(1, min(int(q.limit), MAX_QUERY_LIMIT))
+        where: list[str] = []
+        params: list[Any] = []
+        if q.soul_ids is not None:
+            ids = sorted(q.soul_ids)
+            if len(ids) <= _INLINE_IDS:
+                where.append(f"soul_id IN ({', '.join('?' * len(ids))})")
+                params.extend(ids)
+            else:
+                where.append("soul_id IN (SELECT value FROM json_each(?))")
+                params.append(json.dumps(ids))
+        for column, value in (("session_id", q.session_id), ("trace_id", q.trace_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if q.types is not None:
+            types = sorted(str(t) for t in q.types)
+            where.append(f"type IN ({', '.join('?' * len(types))})")
+            params.extend(types)
+        if q.since is not None:
+            where.append("timestamp >= ?")
+            params.append(float(q.since))
+        if q.until is not None:
+            where.append("timestamp <= ?")
+            params.append(float(q.until))
+        if q.before_id is not None:
+            where.append("id < ?")
+            params.append(int(q.before_id))
+        sql = f"SELECT {_COLUMNS} FROM events"  # noqa: S608 - fixed fragments only
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit + 1)
+        try:
+            reader = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                timeout=OPEN_BUSY_TIMEOUT,
+            )
+            try:
+                rows = reader.execute(sql, params).fetchall()
+            finally:
+                reader.close()
+        except sqlite3.Error as err:
+            raise JournalError(f"Reading the event journal failed: {err}") from err
+        more = len(rows) > limit
+        events = [_row_to_dict(row) for row in rows[:limit]]
+        return EventPage(events=events, next=events[-1]["id"] if more else None)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, stop the writer, close the database; idempotent.
+
+        Events appended from now on are dropped. When the writer does not
+        finish within ``timeout`` (a lock held elsewhere), it is told to give
+        up: it drops what is left, closes its connection and ends as soon as
+        its SQLite call returns.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self._thread.is_alive():
+            self._queue.put(_Stop())
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                _LOGGER.warning(
+                    "The event journal's writer did not finish within %s s;"
+                    " the events still queued are dropped",
+                    timeout,
+                )
+                self._abandon = True
+
+    # -- the writer thread -------------------------------------------------
+
+    def _run(self) -> None:
+        """Take batches off the queue and commit them until told to stop."""
+        connection = self._connection
+        try:
+            self._purge(connection)
+            while True:
+                try:
+                    first = self._queue.get(timeout=IDLE_POLL)
+                except queue.Empty:
+                    if not threading.main_thread().is_alive():
+                        # The interpreter is exiting and nobody closed us:
+                        # write what is left and let the process end.
+                        self._closed = True
+                        self._drain(connection)
+                        return
+                    self._purge_if_due(connection)
+                    continue
+                if self._handle(connection, first):
+                    return
+        except Exception as err:  # noqa: BLE001 - the thread must not die silently
+            self._fail(err)
+        finally:
+            connection.close()
+
+    def _handle(self, connection: sqlite3.Connection, first: object) -> bool:
+        """Write ``first`` and what else is waiting; return True on a stop."""
+        rows: list[_Row] = []
+        item: object = first
+        while True:
+            if isinstance(item, Event):
+                row = self._row(item)
+                if row is not None:
+                    rows.append(row)
+            else:
+                self._write(connection, rows)
+                rows = []
+                if isinstance(item, _Flush):
+                    item.done.set()
+                elif isinstance(item, _Purge):
+                    self._answer_purge(connection, item)
+                elif isinstance(item, _Stop):
+                    self._drain(connection)
+                    return True
+            if len(rows) >= BATCH_SIZE:
+                break
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+        self._write(connection, rows)
+        return False
+
+    def _drain(self, connection: sqlite3.Connection) -> None:
+        """Write everything still queued (the last act of the writer)."""
+        rows: list[_Row] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, Event):
+                row = self._row(item)
+                if row is not None:
+                    rows.append(row)
+            elif isinstance(item, (_Flush, _Purge)):
+                self._write(connection, rows)
+                rows = []
+                item.done.set()
+            if len(rows) >= BATCH_SIZE:
+                self._write(connection, rows)
+                rows = []
+        self._write(connection, rows)
+
+    def _row(self, event: Event) -> _Row | None:
+        """Return ``event`` as a row, or None (counted lost) when it cannot be."""
+        if self._failed or self._abandon:
+            self._lost += 1
+            return None
+        try:
+            return _encode(event, self._clock)
+        except Exception:
+            _LOGGER.exception("An event could not be stored in the journal")
+            self._lost += 1
+            return None
+
+    def _write(self, connection: sqlite3.Connection, rows: list[_Row]) -> None:
+        """Commit ``rows`` in one transaction; a failure stops the journal."""
+        if not rows:
+            return
+        if self._failed or self._abandon:
+            self._lost += len(rows)
+            return
+        try:
+            self._with_retry(lambda: _insert(connection, rows))
+        except sqlite3.Error as err:
+            self._lost += len(rows)
+            if not self._abandon:
+                self._fail(err)
+            return
+        self._written += len(rows)
+        self._commits += 1
+        if self._oldest is None:
+            self._oldest = rows[0][6]
+        if _file_bytes(self.path) > self.max_bytes:
+            self._purge(connection)
+        else:
+            self._purge_if_due(connection)
+
+    def _purge_if_due(self, connection: sqlite3.Connection) -> None:
+        """Purge when an hour of ``clock`` or ``PURGE_EVERY_COMMITS`` commits passed."""
+        if (
+            self._clock() - self._last_purge >= PURGE_EVERY
+            or self._commits - self._purged_at >= PURGE_EVERY_COMMITS
+        ):
+            self._purge(connection)
+
+    def _with_retry[T](self, call: Callable[[], T]) -> T:
+        """Run ``call``, retrying while another program holds the lock.
+
+        Gives up (re-raises) after ``BUSY_BUDGET`` seconds, or at once once
+        ``close`` has given up on the writer.
+        """
+        deadline = time.monotonic() + BUSY_BUDGET
+        while True:
+            try:
+                return call()
+            except sqlite3.OperationalError as err:
+                busy = getattr(err, "sqlite_errorcode", None) in _BUSY_CODES
+                if not busy or time.monotonic() >= deadline or self._abandon:
+                    raise
+                time.sleep(0.05)
+
+    def _answer_purge(self, connection: sqlite3.Connection, request: _Purge) -> None:
+        try:
+            request.deleted = self._purge(connection, raise_errors=True)
+        except sqlite3.Error as err:
+            request.error = str(err)
+        finally:
+            request.done.set()
+
+    def _purge(
+        self, connection: sqlite3.Connection, *, raise_errors: bool = False
+    ) -> int:
+        """Delete by age, then by size; return the number of events deleted.
+
+        A lock held elsewhere skips the purge (the next one retries); another
+        SQLite error stops the journal.
+        """
+        if self._failed or self._abandon:
+            return 0
+        self._last_purge, self._purged_at = self._clock(), self._commits
+        try:
+            deleted = _purge_age(connection, self._clock() - self.max_age_days * 86400)
+            if deleted:
+                _shrink(connection)
+            deleted += _purge_size(connection, self.path, self.max_bytes)
+            row = connection.execute(
+                "SELECT timestamp FROM events ORDER BY id LIMIT 1"
+            ).fetchone()
+        except sqlite3.Error as err:
+            if connection.in_transaction:
+                connection.rollback()
+            if getattr(err, "sqlite_errorcode", None) in _BUSY_CODES:
+                _LOGGER.debug("Event journal purge skipped: %s", err)
+            else:
+                self._fail(err)
+            if raise_errors:
+                raise
+            return 0
+        self._oldest = row[0] if row is not None else None
+        return deleted
+
+    def _fail(self, err: Exception) -> None:
+        """Stop writing for good and tell ``on_error`` (once)."""
+        self._failed = True
+        self._last_error = f"{type(err).__name__}: {err}"
+        if self._error_reported:
+            return
+        self._error_reported = True
+        _LOGGER.error(
+            "The event journal %s stopped writing: %s; new events are dropped",
+            self.path,
+            err,
+        )
+        if self._on_error is not None:
+            try:
+                self._on_error(err)
+            except Exception:
+                _LOGGER.exception("Error in the event journal's on_error callback")
+
+
+# -- SQLite helpers (the writer's connection unless said otherwise) ----------
+
+
+def _prepare(connection: sqlite3.Connection, path: Path) -> float | None:
+    """Set the pragmas, create or check the schema; return the oldest timestamp."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise JournalError(
+            f"The event journal {path} was written by a newer Soul (schema"
+            f" {version}, this one knows {SCHEMA_VERSION}); update Soul or move"
+            " the file away"
+        )
+    if connection.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+        # Only takes effect on an empty file, or through a VACUUM.
+        connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        connection.execute("VACUUM")
+    mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise JournalError(
+            f"The event journal {path} cannot use WAL mode (got {mode});"
+            " is it on a network file system?"
+        )
+    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+    size = _file_bytes(path)
+    check = "integrity_check" if size <= FULL_CHECK_BYTES else "quick_check"
+    problems = [row[0] for row in connection.execute(f"PRAGMA {check}").fetchall()]
+    if problems != ["ok"]:
+        raise JournalError(
+            f"The event journal {path} is corrupt ({'; '.join(problems[:3])});"
+            " move it away and Soul starts a new one"
+        )
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(events)")}
+    if columns and not {name.strip() for name in _COLUMNS.split(",")} <= columns:
+        raise JournalError(
+            f"{path} holds an 'events' table that is not Soul's event journal;"
+            " choose another file"
+        )
+    connection.executescript(f"BEGIN; {_SCHEMA} COMMIT;")
+    if version < SCHEMA_VERSION:
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    row = connection.execute(
+        "SELECT timestamp FROM events ORDER BY id LIMIT 1"
+    ).fetchone()
+    return float(row[0]) if row is not None else None
+
+
+def _describe_open_error(path: Path, err: Exception) -> str:
+    """Say what went wrong opening ``path`` and what to do about it."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code in _BUSY_CODES:
+        return (
+            f"The event journal {path} is locked by another program ({err});"
+            " close it or restart Home Assistant"
+        )
+    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return (
+            f"The event journal {path} is not a SQLite database or is corrupt"
+            f" ({err}); move it away and Soul starts a new one"
+        )
+    return f"The event journal {path} cannot be opened: {err}"
+
+
+def _insert(connection: sqlite3.Connection, rows: list[_Row]) -> None:
+    """Insert ``rows`` in one transaction (rolled back on an error)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.executemany(_INSERT, rows)
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.rollback()
+        raise
+
+
+def _purge_age(connection: sqlite3.Connection, cutoff: float) -> int:
+    """Delete events older than ``cutoff``, ``PURGE_CHUNK`` per transaction."""
+    deleted = 0
+    while True:
+        cursor = connection.execute(
+            "DELETE FROM events WHERE id IN"
+            " (SELECT id FROM events WHERE timestamp < ? LIMIT ?)",
+            (cutoff, PURGE_CHUNK),
+        )
+        deleted += cursor.rowcount
+        if cursor.rowcount < PURGE_CHUNK:
+            return deleted
+
+
+def _purge_size(connection: sqlite3.Connection, path: Path, max_bytes: int) -> int:
+    """Delete the oldest tenth of the events while the files exceed ``max_bytes``."""
+    deleted = 0
+    if _file_bytes(path) <= max_bytes:
+        return 0
+    if not _shrink(connection):
+        return 0
+    while _file_bytes(path) > max_bytes:
+        count = connection.execute("SELECT count(*) FROM events").fetchone()[0]
+        if not count:
+            break
+        cursor = connection.execute(
+            "DELETE FROM events WHERE id IN"
+            " (SELECT id FROM events ORDER BY id LIMIT ?)",
+            (max(1, count // 10),),
+        )
+        deleted += cursor.rowcount
+        if not _shrink(connection):
+            break  # a reader holds the WAL: deleting more would not help now
+    return deleted
+
+
+def _shrink(connection: sqlite3.Connection) -> bool:
+    """Give free pages back to the file system; False when a reader blocked it."""
+    connection.execute("PRAGMA incremental_vacuum").fetchall()
+    busy = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    return not busy
+
+
+def _file_bytes(path: Path) -> int:
+    """Return the size of the database and its WAL (0 for missing files)."""
+    total = 0
+    for name in (path, path.with_name(path.name + "-wal")):
+        with contextlib.suppress(OSError):
+            total += name.stat().st_size
+    return total
+
+
+# -- encoding and decoding ----------------------------------------------------
+
+
+def _encode(event: Event, clock: Callable[[], float]) -> _Row:
+    """Return ``event`` as a row of storable text (writer thread)."""
+    try:
+        timestamp = float(event.timestamp)
+    except (TypeError, ValueError):
+        timestamp = clock()
+    if not math.isfinite(timestamp):
+        timestamp = clock()
+    return (
+        _id_text(event.trace_id) or "",
+        _id_text(event.type) or "",
+        _id_text(event.source) or "",
+        _id_text(event.soul_id),
+        _id_text(event.session_id),
+        _id_text(event.terminal_id),
+        timestamp,
+        _json_text(event.payload),
+        None if event.psyche_state is None else _json_text(event.psyche_state),
+    )
+
+
+def _id_text(value: object) -> str | None:
+    """Return an id column's text: a plain string, clean, at most ``MAX_ID_CHARS``."""
+    if value is None:
+        return None
+    text = value if type(value) is str else _safe_str(value)
+    if len(text) <= MAX_ID_CHARS and text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text[:MAX_ID_CHARS])
+
+
+def _json_text(value: object) -> str:
+    """Return ``value`` as JSON text fit for the database (see the module doc)."""
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        value = dict(value)
+    try:
+        text = _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        # Keys that are not strings, NaN, cycles, deep nesting: the slow path.
+        text = _ENCODER.encode(_plain(value, 0))
+    else:
+        if text.count("{") + text.count("[") > MAX_DEPTH:
+            # Possibly nested deeper than MAX_DEPTH (brackets inside strings
+            # count too): the slow path bounds the depth.
+            text = _ENCODER.encode(_plain(value, 0))
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        text = _SURROGATE.sub("\ufffd", text)
+        data = text.encode()
+    if len(data) > MAX_PAYLOAD_BYTES:
+        preview = data[:PREVIEW_BYTES].decode(errors="ignore")
+        text = json.dumps(
+            {"truncated": True, "bytes": len(data), "preview": preview},
+            ensure_ascii=False,
+        )
+    return text
+
+
+def _plain(value: object, depth: int) -> Any:
+    """Return ``value`` as plain JSON data: str keys, finite numbers, bounded depth."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth >= MAX_DEPTH:
+        return _safe_str(value)[:PREVIEW_BYTES]
+    if isinstance(value, Mapping):
+        return {_safe_str(key): _plain(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, depth + 1) for item in value]
+    return _safe_str(value)
+
+
+def _safe_str(value: object) -> str:
+    """Return ``str(value)``, or a placeholder when even that fails."""
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not stop the writer
+        return f"<unprintable {type(value).__name__}>"
+
+
+# One encoder for every payload (``json.dumps`` with options builds one a call).
+_ENCODER: Final = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_safe_str
+)
+
+
+def _decode(text: str | None) -> Any:
+    """Return stored JSON text as data (a damaged value as a preview)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"undecodable": True, "preview": str(text)[:PREVIEW_BYTES]}
+
+
+def _row_to_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    """Return a stored row in ``Event.as_dict()``'s shape plus its ``id``."""
+    (
+        event_id,
+        trace_id,
+        type_,
+        source,
+        soul_id,
+        session_id,
+        terminal_id,
+        timestamp,
+        payload,
+        psyche_state,
+    ) = row
+    return {
+        "id": event_id,
+        "trace_id": trace_id,
+        "type": type_,
+        "source": source,
+        "payload": _decode(payload),
+        "meta": {"timestamp": timestamp, "psyche_state": _decode(psyche_state)},
+        "soul_id": soul_id,
+        "session_id": session_id,
+        "terminal_id": terminal_id,
+    }

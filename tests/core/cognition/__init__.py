@@ -1,0 +1,1 @@
+"""Tests of XingChen-V cognition: the event journal."""
