@@ -416,6 +416,23 @@ def _json_reply(payload: dict) -> Reply:
     return Reply(content=json.dumps(payload, ensure_ascii=False))
 
 
+def quiet_navigator(body: dict) -> Reply | None:
+    """Answer Soul's navigator (its S-brain) with advice that changes nothing."""
+    messages = body.get("messages") or [{}]
+    if not str(messages[0].get("content", "")).startswith("You are the navigator"):
+        return None
+    return Reply(
+        content=json.dumps(
+            {
+                "suggestion": "",
+                "psyche_delta": {"pleasure": 0, "arousal": 0, "dominance": 0},
+                "memory_archival": False,
+                "evolution_request": None,
+            }
+        )
+    )
+
+
 def mem0_responder(body: dict) -> Reply | None:
     """Answer mem0's memory prompts like a literal-minded model; None for others.
 

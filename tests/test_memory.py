@@ -39,7 +39,13 @@ from custom_components.soul.const import (
 )
 from custom_components.soul.core.memory.mem0_embedded import EmbeddedMem0
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
-from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, mem0_responder, tool_call
+from devtools.fake_llm import (
+    DEFAULT_MODEL,
+    FakeOpenAI,
+    mem0_responder,
+    quiet_navigator,
+    tool_call,
+)
 from devtools.mem0_rest import Mem0Rest
 
 from .core.memory import make_config
@@ -76,6 +82,8 @@ def turn(text: str, session: str = "s1") -> dict[str, Any]:
 def llm(fake_llm: FakeOpenAI) -> FakeOpenAI:
     """The fake LLM, also answering mem0's extraction prompt."""
     fake_llm.responders.append(mem0_responder)
+    # The navigator reflects on idle sessions too: a scripted queue is not its.
+    fake_llm.responders.append(quiet_navigator)
     return fake_llm
 
 

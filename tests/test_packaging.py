@@ -71,6 +71,7 @@ PLACEHOLDER_SECTIONS = (
     "config.step.mqtt_confirm.",
     "device_automation.",
     "issues.mem0_unavailable.",
+    "issues.journal_unavailable.",
     "config_subentries.soul.abort.too_many_souls",
     "config.step.reauth_confirm.description",
     "config.flow_title",

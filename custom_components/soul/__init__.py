@@ -6,8 +6,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from homeassistant.components import mqtt
-from homeassistant.const import Platform
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE, Platform
+from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import (
     config_validation as cv,
@@ -16,13 +16,16 @@ from homeassistant.helpers import (
 )
 from homeassistant.helpers.event import async_call_later, async_track_time_interval
 from homeassistant.helpers.typing import ConfigType
+from homeassistant.loader import async_get_integration
 
 from .builder import async_create_runtime
 from .const import DOMAIN, ENDPOINT_KEYS, ISSUE_LLM_NOT_CONFIGURED, LOGGER
+from .core.cognition.notices import watch_bodies
 from .core.llm import LLMAuthError, LLMConnectionError, OpenAICompatibleLLM
 from .core.registry import Change, Terminal
 from .core.topics import valid_terminal_id
-from .helpers import find_device, soul_id_of_device, terminal_device_info
+from .helpers import find_device, now_timestamp, soul_id_of_device, terminal_device_info
+from .journal import async_close_journal
 from .llm_api import async_register_api
 from .memory import async_start_memory
 from .models import SoulConfigEntry
@@ -31,6 +34,7 @@ from .souls import async_start_souls, async_sync_souls
 from .star import async_register_star_views, async_start_star
 from .storage import DebouncedStore
 from .views import async_register_views
+from .websocket_api import async_register_commands
 
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
@@ -47,6 +51,8 @@ STALE_DEVICE_DELAY = 60
 # How often idle sessions are looked for (a session is idle after 3 minutes).
 SUMMARY_CHECK_INTERVAL = timedelta(seconds=15)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
+# hass.data: the souls' boot_count was counted for this start of Home Assistant.
+BOOTED = f"{DOMAIN}_booted"
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
@@ -54,6 +60,7 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     async_setup_services(hass)
     async_register_views(hass)
     async_register_star_views(hass)
+    async_register_commands(hass)
     return True
 
 
@@ -92,11 +99,38 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
             translation_domain=DOMAIN, translation_key="mqtt_unavailable"
         )
     runtime = entry.runtime_data = await async_create_runtime(hass, entry)
+    try:
+        await _async_start(hass, entry)
+    except BaseException:
+        # Nothing is unloaded after a failed setup: the journal's writer stops here.
+        await async_close_journal(hass, runtime.journal)
+        raise
+    return True
+
+
+async def _async_start(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
+    """Start what the runtime needs: devices, platforms, souls, memory, the broker."""
+    runtime = entry.runtime_data
+
+    async def close_journal(_event: Event) -> None:
+        await async_close_journal(hass, runtime.journal)
+
+    # Home Assistant does not unload entries when it stops: write what is queued.
+    entry.async_on_unload(
+        hass.bus.async_listen_once(EVENT_HOMEASSISTANT_FINAL_WRITE, close_journal)
+    )
     if runtime.llm is not None:
         ir.async_delete_issue(hass, DOMAIN, ISSUE_LLM_NOT_CONFIGURED)
         await _async_check_llm(runtime.llm)
     entry.async_on_unload(runtime.registry.subscribe(_device_sync(hass, entry)))
+    entry.async_on_unload(
+        watch_bodies(runtime.registry, runtime.souls, runtime.events, now_timestamp)
+    )
     async_sync_souls(hass, entry)
+    if not hass.data.get(BOOTED):  # once per start of Home Assistant, not per reload
+        hass.data[BOOTED] = True
+        integration = await async_get_integration(hass, DOMAIN)
+        runtime.profiles.boot(list(runtime.souls.souls), str(integration.version))
     entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_start_souls(hass, entry)
@@ -121,7 +155,6 @@ async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool
     entry.async_on_unload(
         async_call_later(hass, STALE_DEVICE_DELAY, _stale_device_cleanup(hass, entry))
     )
-    return True
 
 
 async def _async_check_llm(llm: OpenAICompatibleLLM) -> None:
@@ -216,9 +249,11 @@ async def async_unload_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> boo
     await runtime.sessions_store.async_flush()
     await runtime.memory_store.async_flush()
     await runtime.star_store.async_flush()
+    await runtime.profiles_store.async_flush()
     unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
     if runtime.memory is not None:
         await runtime.memory.backend.close()
+    await async_close_journal(hass, runtime.journal)
     return unloaded
 
 

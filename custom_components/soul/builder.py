@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.httpx_client import get_async_client
 
@@ -17,15 +18,23 @@ from .const import (
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_NAVIGATOR_MODEL,
+    CONF_NAVIGATOR_SWING,
+    CONF_NAVIGATOR_TURNS,
     CONF_TOPIC_PREFIX,
     DEFAULT_FOLLOW_UP,
     DEFAULT_INVOKE_TIMEOUT,
     DEFAULT_MAX_TOOL_ROUNDS,
+    DEFAULT_NAVIGATOR_SWING,
+    DEFAULT_NAVIGATOR_TURNS,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
+    EVENT_EVOLUTION_REQUEST,
     ISSUE_LLM_NOT_CONFIGURED,
 )
 from .core.chat import ChatPipeline
+from .core.cognition.navigator import Navigator
+from .core.cognition.profiles import ProfileStore
 from .core.ingest import SnapshotIngest
 from .core.invoker import Invoker
 from .core.llm import LLMEndpoint, OpenAICompatibleLLM
@@ -33,7 +42,14 @@ from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
 from .core.star.hub import StarHub
 from .core.topics import Topics
-from .helpers import entry_settings, now_timestamp, star_identity_reserved
+from .helpers import (
+    entry_settings,
+    find_device,
+    now_timestamp,
+    soul_identifier,
+    star_identity_reserved,
+)
+from .journal import async_open_journal
 from .memory import async_create_memory
 from .models import SoulConfigEntry, SoulRuntime
 from .mqtt_bridge import MqttBridge
@@ -58,6 +74,50 @@ async def async_create_llm(
     """Build the LLM client on Home Assistant's shared HTTP client."""
     return await hass.async_add_executor_job(
         partial(OpenAICompatibleLLM, endpoint, http_client=get_async_client(hass))
+    )
+
+
+async def _async_navigator(
+    hass: HomeAssistant,
+    entry: SoulConfigEntry,
+    chat: ChatPipeline,
+    souls: SoulHub,
+    llm: OpenAICompatibleLLM,
+) -> Navigator:
+    """Build the S-brain on the chat's endpoint (with its own model, if chosen)."""
+    model = llm
+    if (name := entry.options.get(CONF_NAVIGATOR_MODEL)) and name != llm.endpoint.model:
+        model = await async_create_llm(hass, replace(llm.endpoint, model=name))
+
+    @callback
+    def evolution(soul_id: str, request: str, user_id: str | None) -> None:
+        device = find_device(hass, entry.entry_id, soul_identifier(soul_id)[1])
+        hass.bus.async_fire(
+            EVENT_EVOLUTION_REQUEST,
+            {
+                "device_id": device.id if device else None,
+                "soul_id": soul_id,
+                "request": request,
+                "user_id": user_id,
+            },
+        )
+
+    return Navigator(
+        souls,
+        model=lambda: model if chat.model is not None else None,
+        events=lambda: chat.events,
+        memory=lambda: chat.memory,
+        profiles=lambda: chat.reasoner.profiles,
+        clock=now_timestamp,
+        spawn=lambda coro: entry.async_create_background_task(
+            hass, coro, "soul navigator"
+        ),
+        archive=chat.archive,
+        on_evolution=evolution,
+        every_turns=int(
+            entry.options.get(CONF_NAVIGATOR_TURNS, DEFAULT_NAVIGATOR_TURNS)
+        ),
+        swing=float(entry.options.get(CONF_NAVIGATOR_SWING, DEFAULT_NAVIGATOR_SWING)),
     )
 
 
@@ -92,6 +152,7 @@ async def async_create_runtime(
         terminal = registry.get(terminal_id)
         return terminal is not None and terminal.available
 
+    events, journal = await async_open_journal(hass, entry.options)
     souls = SoulHub(
         topics,
         bridge.async_publish,
@@ -119,6 +180,7 @@ async def async_create_runtime(
         apply_hint=lambda terminal_id, hint, caller: async_apply_soul_hint(
             hass, entry, terminal_id, hint, caller=caller
         ),
+        events=events,
         on_no_model=lambda: ir.async_create_issue(
             hass,
             DOMAIN,
@@ -130,6 +192,13 @@ async def async_create_runtime(
     )
     sessions_store.dump = chat.sessions.dump
     chat.sessions.load(await sessions_store.async_load())
+    profiles_store = DebouncedStore(hass, "profiles")
+    profiles = ProfileStore(clock=now_timestamp, on_dirty=profiles_store.schedule)
+    profiles_store.dump = profiles.dump
+    profiles.load(await profiles_store.async_load())
+    chat.reasoner.profiles = profiles
+    if llm is not None:
+        chat.navigator = await _async_navigator(hass, entry, chat, souls, llm)
     memory, memory_store = await async_create_memory(
         hass, entry.entry_id, entry_settings(entry)
     )
@@ -160,5 +229,9 @@ async def async_create_runtime(
         store=store,
         sessions_store=sessions_store,
         star_store=star_store,
+        events=events,
+        journal=journal,
+        profiles=profiles,
+        profiles_store=profiles_store,
         options=dict(entry.options),
     )

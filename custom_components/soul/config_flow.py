@@ -47,6 +47,8 @@ from .const import (
     CONF_EMOTION_TICK_INTERVAL,
     CONF_FOLLOW_UP,
     CONF_INVOKE_TIMEOUT,
+    CONF_JOURNAL_DAYS,
+    CONF_JOURNAL_MB,
     CONF_LLM_API_KEY,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
@@ -55,14 +57,21 @@ from .const import (
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_TIMEOUT,
+    CONF_NAVIGATOR_MODEL,
+    CONF_NAVIGATOR_SWING,
+    CONF_NAVIGATOR_TURNS,
     CONF_TOPIC_PREFIX,
     DEFAULT_EMBEDDING_DIMS,
     DEFAULT_EMBEDDING_MODEL,
     DEFAULT_EMOTION_TICK_INTERVAL,
     DEFAULT_FOLLOW_UP,
     DEFAULT_INVOKE_TIMEOUT,
+    DEFAULT_JOURNAL_DAYS,
+    DEFAULT_JOURNAL_MB,
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_MEMORY_TIMEOUT,
+    DEFAULT_NAVIGATOR_SWING,
+    DEFAULT_NAVIGATOR_TURNS,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
     ENDPOINT_KEYS,
@@ -156,6 +165,37 @@ ADVANCED_FIELDS = vol.Schema(
                 step=0.5,
                 unit_of_measurement="s",
                 mode=NumberSelectorMode.SLIDER,
+            )
+        ),
+        vol.Optional(
+            CONF_NAVIGATOR_TURNS, default=DEFAULT_NAVIGATOR_TURNS
+        ): NumberSelector(
+            NumberSelectorConfig(min=1, max=50, step=1, mode=NumberSelectorMode.BOX)
+        ),
+        vol.Optional(
+            CONF_NAVIGATOR_SWING, default=DEFAULT_NAVIGATOR_SWING
+        ): NumberSelector(
+            NumberSelectorConfig(
+                min=0.1, max=2.0, step=0.05, mode=NumberSelectorMode.BOX
+            )
+        ),
+        vol.Optional(CONF_NAVIGATOR_MODEL): TextSelector(),
+        vol.Optional(CONF_JOURNAL_DAYS, default=DEFAULT_JOURNAL_DAYS): NumberSelector(
+            NumberSelectorConfig(
+                min=1,
+                max=365,
+                step=1,
+                unit_of_measurement="d",
+                mode=NumberSelectorMode.BOX,
+            )
+        ),
+        vol.Optional(CONF_JOURNAL_MB, default=DEFAULT_JOURNAL_MB): NumberSelector(
+            NumberSelectorConfig(
+                min=1,
+                max=10_000,
+                step=1,
+                unit_of_measurement="MB",
+                mode=NumberSelectorMode.BOX,
             )
         ),
     }
@@ -259,6 +299,23 @@ def _validate_options(
     )
     options[CONF_EMOTION_TICK_INTERVAL] = clamp_tick_interval(
         advanced.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)
+    )
+    options[CONF_NAVIGATOR_TURNS] = max(
+        1, min(50, int(advanced.get(CONF_NAVIGATOR_TURNS, DEFAULT_NAVIGATOR_TURNS)))
+    )
+    options[CONF_NAVIGATOR_SWING] = max(
+        0.1,
+        min(2.0, float(advanced.get(CONF_NAVIGATOR_SWING, DEFAULT_NAVIGATOR_SWING))),
+    )
+    if model := _texts(
+        {CONF_NAVIGATOR_MODEL: advanced.get(CONF_NAVIGATOR_MODEL)}, errors
+    ).get(CONF_NAVIGATOR_MODEL):
+        options[CONF_NAVIGATOR_MODEL] = model
+    options[CONF_JOURNAL_DAYS] = max(
+        1, min(365, int(advanced.get(CONF_JOURNAL_DAYS, DEFAULT_JOURNAL_DAYS)))
+    )
+    options[CONF_JOURNAL_MB] = max(
+        1, min(10_000, int(advanced.get(CONF_JOURNAL_MB, DEFAULT_JOURNAL_MB)))
     )
     return options, errors
 

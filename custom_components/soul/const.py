@@ -48,6 +48,22 @@ DEFAULT_MAX_TOOL_ROUNDS: Final = 3
 CONF_FOLLOW_UP: Final = "follow_up"
 DEFAULT_FOLLOW_UP: Final = False
 ISSUE_LLM_NOT_CONFIGURED: Final = "llm_not_configured"
+# The event journal (docs/cognition.md): a SQLite file in the configuration
+# directory, kept this many days and at most this many megabytes.
+JOURNAL_FILE: Final = "soul_journal.db"
+CONF_JOURNAL_DAYS: Final = "journal_days"
+DEFAULT_JOURNAL_DAYS: Final = 30
+CONF_JOURNAL_MB: Final = "journal_mb"
+DEFAULT_JOURNAL_MB: Final = 100
+ISSUE_JOURNAL_UNAVAILABLE: Final = "journal_unavailable"
+# The navigator (S-brain): every so many user turns, on a swing of the PAD
+# larger than this in one turn, and with a model of its own (default: the chat's).
+CONF_NAVIGATOR_TURNS: Final = "navigator_turns"
+DEFAULT_NAVIGATOR_TURNS: Final = 5
+CONF_NAVIGATOR_SWING: Final = "navigator_swing"
+DEFAULT_NAVIGATOR_SWING: Final = 0.5
+CONF_NAVIGATOR_MODEL: Final = "navigator_model"
+EVENT_EVOLUTION_REQUEST: Final = "soul_evolution_request"
 CONF_TERMINAL: Final = "terminal_id"
 
 CONF_MEMORY_BACKEND: Final = "memory_backend"

@@ -120,5 +120,21 @@ async def async_get_config_entry_diagnostics(
                 for s in runtime.chat.sessions.values()
                 if s.summarized_for < s.last_user_at
             ),
+            "follow_up": runtime.chat.follow_up,
+            "structured_output": runtime.chat.reasoner.structured,
+            "takes_images": runtime.chat.reasoner.sees_images,
+        },
+        # Counts and states, never events or profile contents.
+        "journal": (
+            runtime.journal.stats()
+            if runtime.journal is not None
+            else {"available": False}
+        ),
+        "profiles": {
+            "users": len(runtime.profiles.users),
+            "boot_counts": {
+                soul_id: state.boot_count
+                for soul_id, state in runtime.profiles.systems.items()
+            },
         },
     }

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 from homeassistant.config_entries import ConfigEntry
 
 from .core.chat import ChatPipeline
+from .core.cognition.events import EventBus
+from .core.cognition.journal import SqliteJournal
+from .core.cognition.profiles import ProfileStore
 from .core.invoker import Invoker
 from .core.llm import OpenAICompatibleLLM
 from .core.memory.manager import MemoryManager
@@ -41,6 +44,12 @@ class SoulRuntime:
     store: DebouncedStore
     sessions_store: DebouncedStore
     star_store: DebouncedStore
+    # The event journal (None when its file cannot be used) and its bus.
+    events: EventBus
+    journal: SqliteJournal | None
+    # User profiles and the souls' system state (XingChen-V §5.2).
+    profiles: ProfileStore
+    profiles_store: DebouncedStore
     # The options the runtime was built from: other changes need no reload.
     options: dict[str, Any]
 

@@ -16,12 +16,16 @@ from homeassistant.core import (
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.service import async_register_admin_service
+from homeassistant.util import dt as dt_util
+from homeassistant.util.json import JsonValueType
 import voluptuous as vol
 
 from .access import async_principal_of_call, unauthorized
 from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
 from .core import untrusted
 from .core.access import AccessError
+from .core.cognition.events import EventType, parse_query
+from .core.cognition.profiles import ProfileError
 from .core.invoker import MAX_ARGUMENTS_BYTES
 from .core.memory import MEMORY_TYPES, MemoryBackendError
 from .core.memory.manager import MemoryManager
@@ -37,6 +41,7 @@ from .helpers import (
     loaded_entry,
     terminal_id_of_device,
 )
+from .journal import async_read_events
 from .models import SoulConfigEntry
 from .souls import async_add_soul, soul_as_dict
 
@@ -46,6 +51,9 @@ SERVICE_SELECT_SOUL = "select_soul"
 SERVICE_REMEMBER = "remember"
 SERVICE_RECALL = "recall"
 SERVICE_FORGET = "forget"
+SERVICE_GET_EVENTS = "get_events"
+SERVICE_GET_PROFILE = "get_profile"
+SERVICE_UPDATE_PROFILE = "update_profile"
 ATTR_TEXT = "text"
 ATTR_QUERY = "query"
 ATTR_LIMIT = "limit"
@@ -147,6 +155,34 @@ FORGET_SCHEMA = vol.All(
         }
     ),
     cv.has_at_least_one_key(CONF_USER_ID, ATTR_MEMORY_ID),
+)
+
+
+GET_EVENTS_SCHEMA = vol.Schema(
+    {
+        vol.Optional(ATTR_SOUL_ID): text(),
+        vol.Optional("session_id"): text(),
+        vol.Optional("trace_id"): text(),
+        vol.Optional(ATTR_TYPE): vol.All(
+            cv.ensure_list, [vol.In([t.value for t in EventType])]
+        ),
+        vol.Optional("since"): cv.datetime,
+        vol.Optional("until"): cv.datetime,
+        vol.Optional(ATTR_LIMIT, default=100): vol.All(
+            vol.Coerce(int), vol.Range(min=1, max=500)
+        ),
+        vol.Optional("before"): vol.Coerce(int),
+    }
+)
+
+
+GET_PROFILE_SCHEMA = vol.Schema({vol.Optional(CONF_USER_ID): text()})
+UPDATE_PROFILE_SCHEMA = vol.Schema(
+    {
+        vol.Optional(CONF_USER_ID): text(),
+        vol.Optional(CONF_NAME): vol.Any(None, str),
+        vol.Optional("preferences"): vol.Schema({str: vol.Any(None, str)}),
+    }
 )
 
 
@@ -306,6 +342,54 @@ async def _async_recall(call: ServiceCall) -> ServiceResponse:
     return {"memories": [item.as_dict() for item in found]}
 
 
+async def _async_get_events(call: ServiceCall) -> ServiceResponse:
+    """Return a page of the event journal that the caller may read."""
+    entry = loaded_entry(call.hass)
+    principal = await async_principal_of_call(call.hass, call)
+    data = dict(call.data)
+    if (key := data.get(ATTR_SOUL_ID)) is not None:
+        data[ATTR_SOUL_ID] = _soul_id(entry, call) or key
+    for moment in ("since", "until"):
+        if moment in data:
+            data[moment] = dt_util.as_utc(data[moment]).timestamp()
+    query = parse_query(data)
+    runtime = entry.runtime_data
+    page = await async_read_events(
+        call.hass, runtime.journal, runtime.souls, principal, query
+    )
+    events: list[JsonValueType] = list(page.events)
+    return {"events": events, "next": page.next}
+
+
+async def _async_get_profile(call: ServiceCall) -> ServiceResponse:
+    """Return a user's profile (the caller's; an administrator may name anyone)."""
+    user_id = await _acting_for(call)
+    profile = loaded_entry(call.hass).runtime_data.profiles.profile(user_id)
+    return {"user_id": user_id, "profile": profile.as_dict() if profile else None}
+
+
+async def _async_update_profile(call: ServiceCall) -> ServiceResponse:
+    """Change a user's profile; an empty preference value forgets it."""
+    if (user_id := await _acting_for(call)) is None:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN, translation_key="profile_needs_user"
+        )
+    profiles = loaded_entry(call.hass).runtime_data.profiles
+    try:
+        profile = profiles.update(
+            user_id,
+            name=call.data.get(CONF_NAME),
+            preferences=call.data.get("preferences"),
+        )
+    except ProfileError as err:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN,
+            translation_key="invalid_profile",
+            translation_placeholders={"error": str(err)},
+        ) from err
+    return {"user_id": user_id, "profile": profile.as_dict()}
+
+
 async def _async_forget(call: ServiceCall) -> None:
     _entry, memory = _memory(call)
     try:
@@ -352,6 +436,27 @@ def async_setup_services(hass: HomeAssistant) -> None:
     )
     async_register_admin_service(
         hass, DOMAIN, SERVICE_FORGET, _async_forget, schema=FORGET_SCHEMA
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_GET_PROFILE,
+        _async_get_profile,
+        schema=GET_PROFILE_SCHEMA,
+        supports_response=SupportsResponse.ONLY,
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_UPDATE_PROFILE,
+        _async_update_profile,
+        schema=UPDATE_PROFILE_SCHEMA,
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_GET_EVENTS,
+        _async_get_events,
+        schema=GET_EVENTS_SCHEMA,
+        supports_response=SupportsResponse.ONLY,
     )
     async_register_admin_service(
         hass,

@@ -30,6 +30,7 @@ from .access import principal_of_request
 from .core import untrusted
 from .core.access import AccessError
 from .core.chat_request import ChatError
+from .core.cognition.events import parse_query
 from .core.emotion import analyze_emotion
 from .core.intent_filter import (
     IntentFilterError,
@@ -39,6 +40,7 @@ from .core.intent_filter import (
 )
 from .core.souls import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
 from .helpers import find_loaded_entry, find_soul
+from .journal import async_read_events
 from .models import SoulConfigEntry
 from .souls import async_add_soul, soul_as_dict
 
@@ -127,8 +129,7 @@ async def _json_body(request: web.Request) -> Any:
                 close=True,
             ) from None
         raise _HttpError(
-            "the request body cannot be read (its Content-Encoding does not "
-            "match it)",
+            "the request body cannot be read (its Content-Encoding does not match it)",
             close=True,
         ) from None
     raw = b"".join(chunks)
@@ -384,6 +385,34 @@ class ChatView(HomeAssistantView):
         return self.json(response)
 
 
+class EventsView(HomeAssistantView):
+    """``GET /api/soul/v1/events``: the event journal, newest first (XingChen-V §2).
+
+    Query: ``soul_id``, ``session_id``, ``trace_id``, ``type`` (comma-separated),
+    ``since``/``until`` (Unix seconds or ISO 8601), ``limit`` (1-500, 100) and
+    ``before`` (the ``next`` of the previous page). A user reads their own and
+    shared souls' events, an administrator every soul's. Answers
+    ``{"events": [...], "next": id | null}``; without a journal, no events.
+    """
+
+    url = "/api/soul/v1/events"
+    name = "api:soul:events"
+    requires_auth = True
+
+    @_answers()
+    async def get(self, request: web.Request) -> web.Response:
+        """Read a page of events."""
+        hass = request.app[KEY_HASS]
+        principal = principal_of_request(request)
+        query = parse_query(request.query)
+        entry = _loaded(hass)
+        runtime = entry.runtime_data
+        page = await async_read_events(
+            hass, runtime.journal, runtime.souls, principal, query
+        )
+        return self.json({"events": page.events, "next": page.next})
+
+
 @callback
 def async_register_views(hass: HomeAssistant) -> None:
     """Register Soul's HTTP views (once; views outlive config entries)."""
@@ -392,3 +421,4 @@ def async_register_views(hass: HomeAssistant) -> None:
     hass.http.register_view(SelectSoulView())
     hass.http.register_view(EmotionAnalyzeView())
     hass.http.register_view(ChatView())
+    hass.http.register_view(EventsView())

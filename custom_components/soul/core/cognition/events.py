@@ -15,15 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 import logging
+import math
 from typing import Any, Protocol
 import uuid
+
+from .. import untrusted
 
 _LOGGER = logging.getLogger(__name__)
 
 MAX_QUERY_LIMIT = 500
 DEFAULT_QUERY_LIMIT = 100
+MAX_ID = 128  # a soul, session or trace id in a query
 
 
 class EventType(StrEnum):
@@ -146,3 +151,74 @@ class EventBus:
                 listener(event)
             except Exception:
                 _LOGGER.exception("Error in an event listener")
+
+
+def parse_time(value: Any, what: str) -> float | None:
+    """Return Unix seconds from a number or an ISO 8601 text (with or without Z)."""
+    if value is None or value == "":
+        return None
+    wrong = f"{what} must be Unix seconds or an ISO 8601 time"
+    text = str(value).strip()
+    if isinstance(value, bool) or len(text) > 64:
+        raise ValueError(wrong)
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(wrong) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.timestamp()
+    if not math.isfinite(seconds):
+        raise ValueError(wrong)
+    return seconds
+
+
+def _id(value: Any, what: str) -> str | None:
+    if value is None or value == "":
+        return None
+    return untrusted.text(value, what, max_length=MAX_ID)
+
+
+def parse_query(params: Mapping[str, Any]) -> EventQuery:
+    """Return the ``EventQuery`` of untrusted parameters; raise ``ValueError``.
+
+    ``soul_id``, ``session_id``, ``trace_id``, ``type`` (one type, or several
+    separated by commas, or a list), ``since``/``until`` (Unix seconds or ISO
+    8601), ``limit`` (1-500, default 100) and ``before`` (a page's ``next``).
+    """
+    raw_types = params.get("type")
+    names: list[Any] = (
+        list(raw_types)
+        if isinstance(raw_types, list | tuple)
+        else str(raw_types).split(",")
+        if raw_types not in (None, "")
+        else []
+    )
+    try:
+        types = frozenset(EventType(str(name).strip()) for name in names)
+    except ValueError:
+        known = ", ".join(t.value for t in EventType)
+        raise ValueError(f"type must be one of {known}") from None
+    soul_id = _id(params.get("soul_id"), "soul_id")
+    limit_raw = params.get("limit", DEFAULT_QUERY_LIMIT)
+    before_raw = params.get("before")
+    try:
+        limit = int(limit_raw)
+        before = int(before_raw) if before_raw not in (None, "") else None
+    except (TypeError, ValueError):
+        raise ValueError("limit and before must be whole numbers") from None
+    if not 1 <= limit <= MAX_QUERY_LIMIT:
+        raise ValueError(f"limit must be 1 to {MAX_QUERY_LIMIT}")
+    return EventQuery(
+        soul_ids=frozenset({soul_id}) if soul_id else None,
+        session_id=_id(params.get("session_id"), "session_id"),
+        trace_id=_id(params.get("trace_id"), "trace_id"),
+        types=types or None,
+        since=parse_time(params.get("since"), "since"),
+        until=parse_time(params.get("until"), "until"),
+        limit=limit,
+        before_id=before,
+    )

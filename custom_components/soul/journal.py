@@ -1,0 +1,128 @@
+"""The event journal in Home Assistant (docs/cognition.md).
+
+``async_open_journal`` opens ``<config>/soul_journal.db`` in the executor and
+returns the hub's ``EventBus``; when the file cannot be used (corrupt, locked,
+not a database) a repair issue says so and Soul goes on without the journal
+(events are still streamed). A failure later, reported from the writer
+thread, raises the same issue. ``async_read_events`` reads a page for a
+``Principal``: users see their own and shared souls' events, administrators
+every soul's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
+
+from .const import (
+    CONF_JOURNAL_DAYS,
+    CONF_JOURNAL_MB,
+    DEFAULT_JOURNAL_DAYS,
+    DEFAULT_JOURNAL_MB,
+    DOMAIN,
+    ISSUE_JOURNAL_UNAVAILABLE,
+    JOURNAL_FILE,
+    LOGGER,
+)
+from .core.access import Principal
+from .core.cognition.events import EventBus, EventPage, EventQuery
+from .core.cognition.journal import JournalError, SqliteJournal
+from .core.souls import SoulHub
+from .helpers import now_timestamp
+
+
+async def async_open_journal(
+    hass: HomeAssistant, options: Any
+) -> tuple[EventBus, SqliteJournal | None]:
+    """Open the journal (executor) and return the bus that feeds it."""
+    path = hass.config.path(JOURNAL_FILE)
+
+    def failed(err: Exception) -> None:  # the writer thread
+        hass.loop.call_soon_threadsafe(_raise_issue, hass, path, str(err))
+
+    try:
+        journal = await hass.async_add_executor_job(
+            lambda: SqliteJournal.open(
+                path,
+                max_age_days=float(
+                    options.get(CONF_JOURNAL_DAYS, DEFAULT_JOURNAL_DAYS)
+                ),
+                max_bytes=int(options.get(CONF_JOURNAL_MB, DEFAULT_JOURNAL_MB))
+                * 1024
+                * 1024,
+                clock=now_timestamp,
+                on_error=failed,
+            )
+        )
+    except JournalError as err:
+        _raise_issue(hass, path, str(err))
+        return EventBus(), None
+    ir.async_delete_issue(hass, DOMAIN, ISSUE_JOURNAL_UNAVAILABLE)
+    return EventBus(journal), journal
+
+
+def _raise_issue(hass: HomeAssistant, path: str, error: str) -> None:
+    LOGGER.error("The event journal %s cannot be used: %s", path, error)
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        ISSUE_JOURNAL_UNAVAILABLE,
+        is_fixable=False,
+        severity=ir.IssueSeverity.WARNING,
+        translation_key=ISSUE_JOURNAL_UNAVAILABLE,
+        translation_placeholders={"path": path, "error": error[:300]},
+    )
+
+
+async def async_close_journal(
+    hass: HomeAssistant, journal: SqliteJournal | None
+) -> None:
+    """Write what is queued and stop the writer (executor)."""
+    if journal is not None:
+        await hass.async_add_executor_job(journal.close)
+
+
+def visible_souls(principal: Principal, souls: SoulHub) -> frozenset[str] | None:
+    """Return the souls whose events ``principal`` may read (None: all)."""
+    if principal.is_admin:
+        return None
+    return frozenset(
+        soul_id for soul_id, soul in souls.souls.items() if principal.sees(soul.user_id)
+    )
+
+
+def scoped(query: EventQuery, allowed: frozenset[str] | None) -> EventQuery:
+    """Return ``query`` limited to the ``allowed`` souls."""
+    if allowed is None:
+        return query
+    wanted: Iterable[str] = (
+        allowed if query.soul_ids is None else query.soul_ids & allowed
+    )
+    return EventQuery(
+        soul_ids=frozenset(wanted),
+        session_id=query.session_id,
+        trace_id=query.trace_id,
+        types=query.types,
+        since=query.since,
+        until=query.until,
+        limit=query.limit,
+        before_id=query.before_id,
+    )
+
+
+async def async_read_events(
+    hass: HomeAssistant,
+    journal: SqliteJournal | None,
+    souls: SoulHub,
+    principal: Principal,
+    query: EventQuery,
+) -> EventPage:
+    """Read a page of events the caller may see (executor); empty without a journal."""
+    if journal is None:
+        return EventPage()
+    return await hass.async_add_executor_job(
+        journal.query, scoped(query, visible_souls(principal, souls))
+    )
