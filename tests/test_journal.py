@@ -32,6 +32,8 @@ from custom_components.soul.const import (
     ISSUE_JOURNAL_UNAVAILABLE,
     JOURNAL_FILE,
 )
+from custom_components.soul.core.access import Principal
+from custom_components.soul.journal import for_reader
 from custom_components.soul.logbook import async_describe_events
 from devtools.fake_llm import DEFAULT_MODEL, Reply
 
@@ -323,7 +325,7 @@ async def test_the_navigator_runs_in_home_assistant(
         "/api/soul/v1/chat", json=chat_body("n-1", "你觉得人生的意义是什么？")
     )
     assert (await response.json())["reply"] == "嗯，我在听。"
-    await hass.async_block_till_done()
+    await hass.async_block_till_done(wait_background_tasks=True)
     await flush(hass, entry)
     events = (await (await client.get(EVENTS)).json())["events"]
     kinds = [e["type"] for e in events]
@@ -337,3 +339,14 @@ async def test_the_navigator_runs_in_home_assistant(
     assert evolution.data["request"] == "need_calendar_tool"
     assert evolution.data["soul_id"] == entry.runtime_data.souls.soul_of(T).soul_id
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+def test_the_inner_voice_is_for_administrators() -> None:
+    event = {
+        "type": "driver_response",
+        "payload": {"content": "hi", "inner_voice": "tired"},
+    }
+    user = for_reader(Principal("u1"), event)
+    assert user["payload"] == {"content": "hi", "inner_voice": None}
+    assert event["payload"]["inner_voice"] == "tired"  # the stored event is untouched
+    assert for_reader(Principal("a1", is_admin=True), event) is event

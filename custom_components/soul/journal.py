@@ -6,7 +6,7 @@ not a database) a repair issue says so and Soul goes on without the journal
 (events are still streamed). A failure later, reported from the writer
 thread, raises the same issue. ``async_read_events`` reads a page for a
 ``Principal``: users see their own and shared souls' events, administrators
-every soul's.
+every soul's; a soul's inner voice is for administrators only.
 """
 
 from __future__ import annotations
@@ -94,6 +94,18 @@ def visible_souls(principal: Principal, souls: SoulHub) -> frozenset[str] | None
     )
 
 
+def for_reader(principal: Principal, event: dict[str, Any]) -> dict[str, Any]:
+    """Return a stored event as ``principal`` may read it: the inner voice is admins'."""
+    payload = event.get("payload")
+    if (
+        principal.is_admin
+        or not isinstance(payload, dict)
+        or "inner_voice" not in payload
+    ):
+        return event
+    return {**event, "payload": {**payload, "inner_voice": None}}
+
+
 def scoped(query: EventQuery, allowed: frozenset[str] | None) -> EventQuery:
     """Return ``query`` limited to the ``allowed`` souls."""
     if allowed is None:
@@ -123,6 +135,7 @@ async def async_read_events(
     """Read a page of events the caller may see (executor); empty without a journal."""
     if journal is None:
         return EventPage()
-    return await hass.async_add_executor_job(
+    page = await hass.async_add_executor_job(
         journal.query, scoped(query, visible_souls(principal, souls))
     )
+    return EventPage([for_reader(principal, e) for e in page.events], page.next)

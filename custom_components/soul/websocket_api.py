@@ -7,7 +7,8 @@
   soul or of some ``event_types``, as ``event`` messages until unsubscribed (the panel
   uses it). A reload of Soul ends the stream (the client subscribes again).
 
-Users see their own and shared souls' events, administrators every soul's.
+Users see their own and shared souls' events, administrators every soul's;
+the inner voice is for administrators only.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import voluptuous as vol
 from .access import principal_of
 from .core.cognition.events import Event, EventType, parse_query
 from .helpers import find_loaded_entry
-from .journal import async_read_events
+from .journal import async_read_events, for_reader
 
 _QUERY: dict[str | vol.Marker, Any] = {
     vol.Optional("soul_id"): str,
@@ -99,7 +100,9 @@ def ws_subscribe_events(
         if not principal.sees(owner):
             return
         connection.send_message(
-            websocket_api.event_message(msg["id"], {"event": event.as_dict()})
+            websocket_api.event_message(
+                msg["id"], {"event": for_reader(principal, event.as_dict())}
+            )
         )
 
     connection.subscriptions[msg["id"]] = runtime.events.subscribe(forward)
