@@ -23,6 +23,7 @@ from .access import principal_of
 from .core.cognition.events import Event, EventType, parse_query
 from .helpers import find_loaded_entry
 from .journal import async_read_events, for_reader
+from .models import SoulConfigEntry
 
 _QUERY: dict[str | vol.Marker, Any] = {
     vol.Optional("soul_id"): str,
@@ -44,6 +45,15 @@ def async_register_commands(hass: HomeAssistant) -> None:
     websocket_api.async_register_command(hass, ws_subscribe_events)
 
 
+def _loaded(
+    hass: HomeAssistant, connection: websocket_api.ActiveConnection, msg: dict[str, Any]
+) -> SoulConfigEntry | None:
+    """Return the loaded hub entry, or answer ``not_ready``."""
+    if (entry := find_loaded_entry(hass)) is None:
+        connection.send_error(msg["id"], "not_ready", "Soul is not set up")
+    return entry
+
+
 @websocket_api.websocket_command({vol.Required("type"): "soul/events/list", **_QUERY})
 @websocket_api.async_response
 async def ws_list_events(
@@ -52,8 +62,7 @@ async def ws_list_events(
     msg: dict[str, Any],
 ) -> None:
     """Answer one page of events."""
-    if (entry := find_loaded_entry(hass)) is None:
-        connection.send_error(msg["id"], "not_ready", "Soul is not set up")
+    if (entry := _loaded(hass, connection, msg)) is None:
         return
     try:
         query = parse_query({**msg, "type": msg.get("event_types")})
@@ -81,8 +90,7 @@ def ws_subscribe_events(
     msg: dict[str, Any],
 ) -> None:
     """Stream new events the caller may see."""
-    if (entry := find_loaded_entry(hass)) is None:
-        connection.send_error(msg["id"], "not_ready", "Soul is not set up")
+    if (entry := _loaded(hass, connection, msg)) is None:
         return
     runtime = entry.runtime_data
     principal = principal_of(connection.user)

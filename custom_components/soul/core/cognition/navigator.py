@@ -41,7 +41,7 @@ from ..souls import EmotionSnapshot, SoulHub
 from .events import Event, EventBus, EventType, Source, new_trace_id
 from .notices import WARNING, notice
 from .profiles import ProfileStore
-from .trace import psyche_state
+from .trace import pad_delta, psyche_state
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -340,19 +340,7 @@ class Navigator:
                         type=EventType.PSYCHE_UPDATE,
                         source=Source.NAVIGATOR,
                         payload={
-                            "delta": {
-                                name: round(
-                                    getattr(after, axis)
-                                    - (getattr(before, axis) if before else 0.0),
-                                    4,
-                                )
-                                + 0.0
-                                for name, axis in (
-                                    ("pleasure", "p"),
-                                    ("arousal", "a"),
-                                    ("dominance", "d"),
-                                )
-                            },
+                            "delta": pad_delta(before, after),
                             "reason": "navigator",
                         },
                         timestamp=self._clock(),
