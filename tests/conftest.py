@@ -18,6 +18,7 @@ from homeassistant.components.mqtt.const import (
     CONFIG_ENTRY_MINOR_VERSION,
     CONFIG_ENTRY_VERSION,
 )
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.setup import async_setup_component
 import pytest
@@ -159,6 +160,27 @@ def soul_entry(hass: HomeAssistant, soul_options: dict[str, Any]) -> MockConfigE
     entry = MockConfigEntry(domain=DOMAIN, title="Soul", data={}, options=soul_options)
     entry.add_to_hass(hass)
     return entry
+
+
+@pytest.fixture(autouse=True)
+async def unload_soul_after_test(
+    request: pytest.FixtureRequest,
+) -> AsyncGenerator[None]:
+    """Unload every loaded Soul entry before Home Assistant stops.
+
+    Newer Home Assistant leaves MQTT's cooldown timer behind when Soul is
+    still loaded at the end of a test (and Soul's journal writer would run
+    until the stop's final write). Taking ``hass`` before the test makes this
+    teardown run before Home Assistant's own.
+    """
+    hass = request.getfixturevalue("hass") if "hass" in request.fixturenames else None
+    yield
+    if hass is None or not hass.is_running:
+        return
+    for entry in hass.config_entries.async_entries(DOMAIN):
+        if entry.state is ConfigEntryState.LOADED:
+            await hass.config_entries.async_unload(entry.entry_id)
+    await hass.async_block_till_done()
 
 
 @pytest.fixture
