@@ -28,7 +28,12 @@ def test_manifest_declares_soul() -> None:
     """What Soul's manifest must say (besides hassfest's rules)."""
     data = manifest()
     assert data["domain"] == DOMAIN
-    assert set(data["dependencies"]) == {"mqtt", "http", "conversation"}
+    assert set(data["dependencies"]) == {
+        "mqtt",
+        "http",
+        "conversation",
+        "websocket_api",
+    }
     assert data["config_flow"] is True
     assert data["iot_class"] == "local_push"
     assert data["integration_type"] == "hub"
