@@ -38,10 +38,10 @@ from ..memory.base import MemoryBackendError
 from ..memory.manager import MemoryManager
 from ..session import Session
 from ..souls import EmotionSnapshot, SoulHub
-from .events import Event, EventBus, EventType, Source, new_trace_id
+from .events import EventBus, EventType, Source, new_trace_id
 from .notices import WARNING, notice
 from .profiles import ProfileStore
-from .trace import pad_delta, psyche_state
+from .trace import TurnTrace, pad_delta, psyche_state
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -314,41 +314,27 @@ class Navigator:
     ) -> None:
         soul_id = session.soul_id
         bus = self._events()
+        trace = TurnTrace(
+            bus, self._clock, soul_id, session.session_id,
+            session.terminal_id or None, trace_id,
+        )  # fmt: skip
         if advice.suggestion:
             self._suggestions[soul_id] = [advice.suggestion, SUGGESTION_TURNS]
-            if bus is not None:
-                bus.emit(
-                    Event(
-                        trace_id=trace_id,
-                        type=EventType.NAVIGATOR_SUGGESTION,
-                        source=Source.NAVIGATOR,
-                        payload={"suggestion": advice.suggestion, "reason": reason},
-                        timestamp=self._clock(),
-                        psyche_state=psyche_state(self._souls.snapshot(soul_id)),
-                        soul_id=soul_id,
-                        session_id=session.session_id,
-                        terminal_id=session.terminal_id or None,
-                    )
-                )
+            trace.emit(
+                EventType.NAVIGATOR_SUGGESTION,
+                Source.NAVIGATOR,
+                {"suggestion": advice.suggestion, "reason": reason},
+                self._souls.snapshot(soul_id),
+            )
         if advice.psyche_delta:
             before = self._souls.snapshot(soul_id)
             after = self._souls.nudge(soul_id, advice.psyche_delta)
-            if after is not None and bus is not None:
-                bus.emit(
-                    Event(
-                        trace_id=trace_id,
-                        type=EventType.PSYCHE_UPDATE,
-                        source=Source.NAVIGATOR,
-                        payload={
-                            "delta": pad_delta(before, after),
-                            "reason": "navigator",
-                        },
-                        timestamp=self._clock(),
-                        psyche_state=psyche_state(after),
-                        soul_id=soul_id,
-                        session_id=session.session_id,
-                        terminal_id=session.terminal_id or None,
-                    )
+            if after is not None:
+                trace.emit(
+                    EventType.PSYCHE_UPDATE,
+                    Source.NAVIGATOR,
+                    {"delta": pad_delta(before, after), "reason": "navigator"},
+                    after,
                 )
         if advice.evolution_request:
             notice(
