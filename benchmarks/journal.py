@@ -5,12 +5,12 @@
    directory and ``flush`` waits until the last is committed; the clock runs
    from the first append to the end of the flush. The baseline, in the same
    run, on an identical table (the journal's own schema and pragmas: WAL,
-   ``synchronous=NORMAL``) and with the same encoding of each event
-   (``journal._encode``): one INSERT and one COMMIT per event, the naive
-   journal. Goal: at least 20,000 events/s and 20x the baseline. A second
-   baseline, for scale only, commits each event with ``synchronous=FULL``
-   (an fsync per event: each survives a power cut, which the journal's
-   ``NORMAL`` does not promise for its last commits).
+   ``synchronous=FULL``, so a committed event survives a power cut) and with
+   the same encoding of each event (``journal._encode``): one INSERT and one
+   COMMIT — one fsync — per event, the naive durable journal. Goal: at least
+   20,000 events/s and 20x the baseline. A second baseline, for scale only,
+   commits each event with ``synchronous=NORMAL`` (no fsync: a power cut may
+   lose the last commits), what group commit cannot beat by much.
 2. How long ``append`` holds its caller: ``--appends`` calls, each timed on
    its own, while the writer thread commits behind them; p50, p99 (goal:
    50 µs), p99.9 and the worst. The baseline is a bare ``SimpleQueue.put``
@@ -176,8 +176,8 @@ def main() -> None:
     """Measure and print both figures, their baselines and the verdicts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=50_000)
-    parser.add_argument("--baseline-events", type=int, default=5_000)
-    parser.add_argument("--full-events", type=int, default=1_000)
+    parser.add_argument("--baseline-events", type=int, default=2_000)
+    parser.add_argument("--normal-events", type=int, default=5_000)
     parser.add_argument("--appends", type=int, default=100_000)
     parser.add_argument("--min-rate", type=float, default=20_000.0)
     parser.add_argument("--min-ratio", type=float, default=20.0)
@@ -189,8 +189,8 @@ def main() -> None:
         directory = Path(name)
         events = make_events(max(args.events, args.appends))
         rate = journal_rate(directory, events[: args.events])
-        naive = baseline_rate(directory, events[: args.baseline_events], "NORMAL")
-        fsync = baseline_rate(directory, events[: args.full_events], "FULL")
+        naive = baseline_rate(directory, events[: args.baseline_events], "FULL")
+        no_fsync = baseline_rate(directory, events[: args.normal_events], "NORMAL")
         held, floor, commits = append_latency(directory, events[: args.appends])
 
     ratio = rate / naive
@@ -202,7 +202,7 @@ def main() -> None:
         return "PASS" if ok else "FAIL"
 
     print(
-        f"journal: SQLite {sqlite3.sqlite_version}, WAL, synchronous=NORMAL,"
+        f"journal: SQLite {sqlite3.sqlite_version}, WAL, synchronous=FULL,"
         f" batches of up to {journal.BATCH_SIZE}"
     )
     print(
@@ -211,11 +211,12 @@ def main() -> None:
     )
     print(
         f"  {'baseline: one commit per event':<36}: {naive:>10,.0f}"
-        f"   ({args.baseline_events} events, same table and encoding)"
+        f"   ({args.baseline_events} events, same table, pragmas, encoding:"
+        " an fsync per event)"
     )
     print(
-        f"  {'baseline B: same, synchronous=FULL':<36}: {fsync:>10,.0f}"
-        f"   ({args.full_events} events, an fsync per event; for scale)"
+        f"  {'baseline B: same, synchronous=NORMAL':<36}: {no_fsync:>10,.0f}"
+        f"   ({args.normal_events} events, no fsync: not durable; for scale)"
     )
     print(
         f"  {'goal rate':<36}: {rate:>10,.0f}/s >= {args.min_rate:,.0f}/s:"
@@ -225,7 +226,7 @@ def main() -> None:
         f"  {'ratio group/baseline':<36}: {ratio:>10.1f}x"
         f"   goal >= {args.min_ratio:g}x: {verdict(ratio_ok)}"
     )
-    print(f"  {'ratio group/baseline B':<36}: {rate / fsync:>10.1f}x   (no goal)")
+    print(f"  {'ratio group/baseline B':<36}: {rate / no_fsync:>10.1f}x   (no goal)")
 
     def row(label: str, c: tuple[float, float, float, float]) -> str:
         return (

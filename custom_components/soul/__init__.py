@@ -20,7 +20,7 @@ from homeassistant.loader import async_get_integration
 
 from .builder import async_create_runtime
 from .const import DOMAIN, ENDPOINT_KEYS, ISSUE_LLM_NOT_CONFIGURED, LOGGER
-from .core.cognition.notices import watch_bodies
+from .core.cognition.notices import watch_bodies, watch_memory
 from .core.llm import LLMAuthError, LLMConnectionError, OpenAICompatibleLLM
 from .core.registry import Change, Terminal
 from .core.topics import valid_terminal_id
@@ -137,6 +137,9 @@ async def _async_start(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     entry.async_on_unload(async_register_api(hass, entry))
     entry.async_on_unload(async_start_star(hass, entry))
     if runtime.memory is not None:
+        entry.async_on_unload(
+            watch_memory(runtime.memory, runtime.souls, runtime.events, now_timestamp)
+        )
         entry.async_on_unload(
             async_start_memory(hass, runtime.memory, entry.async_create_background_task)
         )

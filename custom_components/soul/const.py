@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Final
 
 from .core.invoker import DEFAULT_TIMEOUT
+from .core.logs import trace_logger
 from .core.topics import DEFAULT_PREFIX
 
 DOMAIN: Final = "soul"
-LOGGER = logging.getLogger(__package__)
+LOGGER = trace_logger(__package__)
 
 TITLE: Final = "Soul"
 

@@ -259,9 +259,11 @@ def _event_forwarder(
         )
         # Home Assistant's recorder keeps every bus event: not one per 3 s tick,
         # only user turns and ticks that changed the mood or the execution mode.
+        # A user turn's events carry its trace_id (XingChen-V §2).
+        traced = {} if event.trace_id is None else {"trace_id": event.trace_id}
         if event.user_emotion is not None or changed:
             for payload in event.published:
-                hass.bus.async_fire(EVENT_EMOTION_UPDATE, payload)
+                hass.bus.async_fire(EVENT_EMOTION_UPDATE, {**payload, **traced})
         if event.terminal_id is not None and event.user_emotion is not None:
             terminal_device = find_device(hass, entry.entry_id, event.terminal_id)
             emotion = event.user_emotion
@@ -294,6 +296,7 @@ def _event_forwarder(
                     "soul_id": event.soul_id,
                     "mood": now.mood.value,
                     "previous_mood": previous.mood.value,
+                    **traced,
                 },
             )
         if previous.exec_mode is not now.exec_mode:
@@ -306,6 +309,7 @@ def _event_forwarder(
                     "previous_exec_mode": previous.exec_mode.value,
                     "blocked": now.exec_mode is ExecMode.BLOCKED,
                     "was_blocked": previous.exec_mode is ExecMode.BLOCKED,
+                    **traced,
                 },
             )
 

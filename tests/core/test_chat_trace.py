@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
+import pytest
+
+from custom_components.soul.core import logs
 from custom_components.soul.core.cognition.events import (
     Event,
     EventBus,
     EventType,
     Source,
 )
-from custom_components.soul.core.cognition.notices import watch_bodies
+from custom_components.soul.core.cognition.notices import (
+    notice,
+    watch_bodies,
+    watch_memory,
+)
 from custom_components.soul.core.llm import OpenAICompatibleLLM
+from custom_components.soul.core.logs import current_trace_id, trace_logger
+from custom_components.soul.core.memory.manager import MemoryManager
 from custom_components.soul.core.topics import Kind
 from devtools.fake_llm import FakeOpenAI, tool_call
 
 from .spec_payloads import skills
 from .test_chat import Env, T, llm  # noqa: F401  # fixture
+from .test_memory_manager import ListMemory
 
 
 class Recorder:
@@ -165,3 +176,77 @@ async def test_bodies_and_summaries_are_system_notifications() -> None:
     assert summarised.payload["event"] == "session_summarised"
     assert summarised.payload["summary"] == session.summary
     assert summarised.session_id == "s1" and summarised.soul_id == "s1"
+
+
+async def test_log_lines_of_a_turn_carry_its_trace_id(
+    fake_llm: FakeOpenAI,
+    llm: OpenAICompatibleLLM,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    traced(env)
+    fake_llm.fail(400)  # the model fails: the reasoner logs a warning
+    with caplog.at_level(logging.WARNING, logger="custom_components.soul"):
+        response = await env.say("讲个故事吧")
+    failed = [r for r in caplog.records if "LLM call failed" in r.getMessage()]
+    assert failed
+    assert all(
+        r.getMessage().startswith(f"[trace {response['trace_id']}] ") for r in failed
+    )
+    # Outside a turn the same logger adds nothing.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="custom_components.soul"):
+        trace_logger("custom_components.soul.test").warning("plain %s", "line")
+    assert caplog.records[-1].getMessage() == "plain line"
+    assert current_trace_id() is None
+
+
+async def test_memory_failing_recovering_and_archiving_are_notices() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    journal = traced(env)
+    assert env.pipeline.events is not None
+    backend = ListMemory()
+    memory = MemoryManager(backend, clock=lambda: env.now)
+    unwatch = watch_memory(memory, env.souls, env.pipeline.events, lambda: env.now)
+    await memory.check()
+    backend.down = True
+    await memory.check()
+    await memory.check()  # still the same failure: one notice, not one a minute
+    await memory.archive_session(
+        session_id="s1", terminal_id=T, soul_id="s1", user_id="u1",
+        summary="用户养了一只猫", turns=[],
+    )  # fmt: skip
+    backend.down = False
+    await memory.check()  # ready again: the queued summary is stored
+    notices = [e for e in journal.events if e.type is EventType.SYSTEM_NOTIFICATION]
+    assert [(n.payload["event"], n.payload["level"]) for n in notices] == [
+        ("memory_ready", "info"),
+        ("memory_failing", "warning"),
+        ("memory_ready", "info"),
+        ("memory_archived", "info"),
+    ]
+    assert notices[1].payload["error"] == "backend down"
+    archived = notices[-1]
+    assert (archived.soul_id, archived.session_id) == ("s1", "s1")
+    assert archived.payload["type"] == "episode"
+    unwatch()
+    backend.down = True
+    await memory.check()
+    assert (
+        len([e for e in journal.events if e.type is EventType.SYSTEM_NOTIFICATION]) == 4
+    )
+
+
+async def test_a_notice_inside_a_turn_joins_its_trace() -> None:
+    env = Env(None)
+    env.souls.bind(T, "s1")
+    journal = traced(env)
+    assert env.pipeline.events is not None
+    with logs.traced("trace-of-the-turn"):
+        notice(env.pipeline.events, lambda: env.now, "memory failing")
+    notice(env.pipeline.events, lambda: env.now, "memory ready")
+    inside, outside = journal.events
+    assert inside.trace_id == "trace-of-the-turn"
+    assert outside.trace_id != "trace-of-the-turn"

@@ -16,16 +16,19 @@ from custom_components.soul.core.cognition.navigator import (
     parse_advice,
 )
 from custom_components.soul.core.llm import OpenAICompatibleLLM
+from custom_components.soul.core.memory.manager import MemoryManager
 from devtools.fake_llm import FakeOpenAI, Reply
 
 from .test_chat import Env, T, llm  # noqa: F401  # fixture
 from .test_chat_trace import traced
+from .test_memory_manager import ListMemory
 
 ADVICE = {
     "suggestion": "Ask how their day went before anything else.",
     "psyche_delta": {"pleasure": 0.5, "arousal": -0.1, "dominance": 0.0},
     "memory_archival": True,
     "evolution_request": "need_calendar_tool",
+    "skill": None,
 }
 
 
@@ -206,3 +209,40 @@ async def test_one_run_per_soul_and_idle_sessions_reflect_first(
         EventType.SYSTEM_NOTIFICATION,
     ]
     assert summarised.summary
+
+
+async def test_a_learnt_skill_becomes_a_skill_memory(
+    fake_llm: FakeOpenAI,
+    llm: OpenAICompatibleLLM,  # noqa: F811
+) -> None:
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    journal = traced(env)
+    backend = ListMemory()
+    env.pipeline.memory = MemoryManager(backend, clock=lambda: env.now)
+    await env.pipeline.memory.check()
+    wired = Wired(env, every_turns=1, swing=10)
+    lesson = "When the user is tired, dim the light before talking."
+    skill = {
+        **ADVICE, "memory_archival": False, "evolution_request": None,
+        "skill": lesson + "\x00" + "x" * 1000,
+    }  # fmt: skip
+    fake_llm.responders.append(navigator_answers(skill))
+    fake_llm.reply("辛苦了。")
+    await env.say("今天好累", user_id="u1")
+    await wired.settle()
+    (stored,) = [a for a in backend.adds if a["metadata"]["type"] == "skill"]
+    text = stored["messages"][0]["content"]
+    assert text.startswith(lesson) and "\x00" not in text and len(text) <= 300
+    assert stored["infer"] is False and stored["user_id"] == "u1"
+    assert stored["metadata"]["tags"] == ["navigator", "turns"]
+    learnt = journal.events[-1]
+    assert learnt.payload["event"] == "skill_learnt"
+    assert learnt.trace_id == journal.events[-2].trace_id  # the run's own trace
+    # Memory down: the skill is not stored and nothing breaks.
+    backend.down = True
+    await env.pipeline.memory.check()
+    fake_llm.reply("好。")
+    await env.say("晚安", user_id="u1")
+    await wired.settle()
+    assert len([a for a in backend.adds if a["metadata"]["type"] == "skill"]) == 1

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
-import logging
 from typing import Any
 import uuid
 
@@ -53,6 +52,7 @@ from .emotion.dynamics import ExecMode
 from .intent_filter import IntentFilterError
 from .intent_filter.request import MAX_COMMAND_LENGTH
 from .invoker import Invoker
+from .logs import trace_logger, traced
 from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, utc_ts
 from .reasoning import DEFAULT_MAX_ROUNDS, MAX_REPLY, Reasoner
@@ -64,7 +64,7 @@ from .topics import Kind, Publish, Topics, publish_to
 from .transcript import Transcript
 from .turn import MEDIA_TYPES, Turn, reachable
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 ARGUMENT_CHECK_BUDGET = 0.015  # seconds all intents' schema patterns take in a turn
 # Unmatched clauses a user meant as a command (not a negation, question or remark).
@@ -265,79 +265,82 @@ class ChatPipeline:
             request.session_id,
             request.terminal_id or None,
         )
-        before = self._souls.snapshot(soul.soul_id)
-        trace.user_input(
-            request.text,
-            channel=channel,
-            user_id=request.user_id,
-            inputs=[str(item.get("type")) for item in request.context],
-            snapshot=before,
-        )
-        try:
-            user_emotion, snapshot = await self._souls.user_turn(
-                request.terminal_id,
+        with traced(trace.trace_id):
+            before = self._souls.snapshot(soul.soul_id)
+            trace.user_input(
                 request.text,
-                request.session_id,
-                soul_id=soul.soul_id,
-                trace_id=trace.trace_id,
+                channel=channel,
+                user_id=request.user_id,
+                inputs=[str(item.get("type")) for item in request.context],
+                snapshot=before,
             )
-        except NoSoulError as err:
-            raise ChatError(NO_SOUL_ERROR) from err
-        trace.psyche_update(before, snapshot, "user_emotion", user_emotion=user_emotion)
-        turn = Turn(
-            request,
-            session,
-            snapshot.exec_mode,
-            snapshot.exec_probability,
-            extra_tools,
-            transcript,
-        )
-        turn.user_emotion = user_emotion
-        turn.trace = trace
-        if session.pending and CONFIRM_YES.match(request.text):
-            intents, session.pending = session.pending, []
-            await self._confirmed(turn, intents)
-        else:
-            session.pending = []
-            await self._route(turn)
-        if turn.driver_emotion is not None:
-            moved_from = self._souls.snapshot(soul.soul_id)
-            if moved := self._souls.express(soul.soul_id, turn.driver_emotion):
-                trace.psyche_update(
-                    moved_from, moved, "driver_emotion", emotion=turn.driver_emotion
+            try:
+                user_emotion, snapshot = await self._souls.user_turn(
+                    request.terminal_id,
+                    request.text,
+                    request.session_id,
+                    soul_id=soul.soul_id,
+                    trace_id=trace.trace_id,
                 )
-        reply = untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
-        if reply:
-            session.add_turn("assistant", reply)
-        if transcript is not None:
-            if reply and not turn.streamed:
-                await transcript.reply(reply)
-            elif turn.closing:
-                await transcript.settle(reply)
-        self.last_route = turn.route
-        after = self._souls.snapshot(soul.soul_id)
-        trace.driver_response(
-            reply,
-            inner_voice=turn.inner_voice,
-            snapshot=after,
-            intent_decision=turn.decision,
-            executed_skills=list(turn.executed),
-            route=turn.route,
-        )
-        if self.navigator is not None and after is not None:
-            self.navigator.after_turn(session, before, after)
-        return {
-            "session_id": request.session_id,
-            "terminal_id": request.terminal_id,
-            "soul_id": soul.soul_id,
-            "reply": reply,
-            "executed_skills": turn.executed,
-            "context_summary": session.rolling_summary(),
-            "intent_decision": turn.decision,
-            "exec_mode": snapshot.exec_mode.value,
-            "exec_probability": snapshot.exec_probability,
-            "trace_id": trace.trace_id,
-        }
+            except NoSoulError as err:
+                raise ChatError(NO_SOUL_ERROR) from err
+            trace.psyche_update(
+                before, snapshot, "user_emotion", user_emotion=user_emotion
+            )
+            turn = Turn(
+                request,
+                session,
+                snapshot.exec_mode,
+                snapshot.exec_probability,
+                extra_tools,
+                transcript,
+            )
+            turn.user_emotion = user_emotion
+            turn.trace = trace
+            if session.pending and CONFIRM_YES.match(request.text):
+                intents, session.pending = session.pending, []
+                await self._confirmed(turn, intents)
+            else:
+                session.pending = []
+                await self._route(turn)
+            if turn.driver_emotion is not None:
+                moved_from = self._souls.snapshot(soul.soul_id)
+                if moved := self._souls.express(soul.soul_id, turn.driver_emotion):
+                    trace.psyche_update(
+                        moved_from, moved, "driver_emotion", emotion=turn.driver_emotion
+                    )
+            reply = untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
+            if reply:
+                session.add_turn("assistant", reply)
+            if transcript is not None:
+                if reply and not turn.streamed:
+                    await transcript.reply(reply)
+                elif turn.closing:
+                    await transcript.settle(reply)
+            self.last_route = turn.route
+            after = self._souls.snapshot(soul.soul_id)
+            trace.driver_response(
+                reply,
+                inner_voice=turn.inner_voice,
+                snapshot=after,
+                intent_decision=turn.decision,
+                executed_skills=list(turn.executed),
+                route=turn.route,
+            )
+            if self.navigator is not None and after is not None:
+                self.navigator.after_turn(session, before, after)
+            return {
+                "session_id": request.session_id,
+                "terminal_id": request.terminal_id,
+                "soul_id": soul.soul_id,
+                "reply": reply,
+                "executed_skills": turn.executed,
+                "context_summary": session.rolling_summary(),
+                "intent_decision": turn.decision,
+                "exec_mode": snapshot.exec_mode.value,
+                "exec_probability": snapshot.exec_probability,
+                "trace_id": trace.trace_id,
+            }
 
     async def _confirmed(self, turn: Turn, intents: list[dict[str, Any]]) -> None:
         """Run the intents the user said yes to, if the soul is still willing."""

@@ -23,14 +23,14 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
-import logging
 import time
 from typing import Any
 
+from .logs import trace_logger
 from .registry import Prepared, TerminalRegistry
 from .topics import Kind
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 DEFAULT_BURST = 10
 DEFAULT_REFILL = 6.0  # seconds per snapshot after the burst: 10 a minute

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-import logging
 from typing import Any
 import uuid
 
 from . import untrusted
+from .logs import trace_logger
 from .protocol import (
     InvokeResult,
     ProtocolError,
@@ -20,7 +20,7 @@ from .registry import Terminal, TerminalRegistry
 from .sent import SentSkill, SentSkills
 from .topics import QOS_RETAIN, Kind, Publish, Topics
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 DEFAULT_TIMEOUT = 8.0
 TIMEOUT_ERROR = "timeout"

@@ -18,7 +18,6 @@ its memory and the extra tools only.
 from __future__ import annotations
 
 from collections.abc import Callable
-import logging
 from typing import Any
 
 from . import untrusted
@@ -46,6 +45,7 @@ from .invoker import (
     UnknownTerminalError,
 )
 from .llm import LLMAuthError, LLMError, LLMRequestRejectedError, ModelReply
+from .logs import trace_logger
 from .memory.base import MemoryBackendError
 from .memory.manager import MemoryManager
 from .protocol import status_payload, utc_ts
@@ -55,7 +55,7 @@ from .topics import Kind, Publish, Topics, publish_to
 from .transcript import ReplyStream
 from .turn import Turn, context_lines, image_urls, reachable, result_note
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 MAX_REPLY = 4096  # a model's reply as stored and returned
 MAX_TOOL_CALLS = 8  # tool calls run per model round

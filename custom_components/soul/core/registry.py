@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
-import logging
 import time
 from typing import Any
 
 from .intent_filter import IntentFilterError, filter_intents
 from .intent_filter.catalog import cached_catalog
+from .logs import trace_logger
 from .protocol import (
     IntentCatalogSnapshot,
     ProtocolError,
@@ -31,7 +31,7 @@ from .protocol import (
 )
 from .topics import Kind, valid_terminal_id
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 DEFAULT_TTL = 60.0
 MAX_TERMINALS = 1024  # bodies that announced their skills

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-import logging
 from types import MappingProxyType
 from typing import Any
 
+from .logs import trace_logger
 from .topics import Kind
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

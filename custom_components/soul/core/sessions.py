@@ -10,17 +10,17 @@ there is one, else extractively; the summary becomes the session's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-import logging
 from typing import Any
 
 from . import untrusted
 from .chat_phrases import normalize_reply
 from .chat_tools import ChatModel
 from .llm import LLMError
+from .logs import trace_logger
 from .memory.manager import MemoryManager
 from .session import MAX_SESSIONS, MAX_SUMMARY, Session, extractive_summary
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 SUMMARY_PROMPT = (
     "Summarise this conversation in at most three sentences, in its language. "

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 import json
-import logging
 from typing import Any
 
 from . import untrusted
@@ -31,10 +30,11 @@ from .emotion.dynamics import (
 )
 from .emotion.labels import Emotion, rounded
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
+from .logs import trace_logger
 from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload, utc_ts
 from .topics import Kind, Publish, Topics, publish_to, valid_terminal_id
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 MAX_NAME_LENGTH = 64
 MAX_PERSONA_LENGTH = 2000

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 import ipaddress
 import json
-import logging
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,10 +24,11 @@ from .cognition.trace import TurnTrace
 from .emotion.dynamics import ExecMode
 from .emotion.labels import Emotion
 from .invoker import InvokeError, Invoker
+from .logs import trace_logger
 from .session import Session
 from .transcript import Transcript
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 MAX_CONTEXT_IN_PROMPT = 5  # latest non-text inputs and events in the system prompt
 MAX_CONTEXT_LINE = 300

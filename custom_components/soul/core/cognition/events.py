@@ -17,14 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-import logging
 import math
 from typing import Any, Protocol
 import uuid
 
 from .. import untrusted
+from ..logs import trace_logger
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 MAX_QUERY_LIMIT = 500
 DEFAULT_QUERY_LIMIT = 100

@@ -8,9 +8,10 @@ whatever is waiting, up to ``BATCH_SIZE`` events, encodes it (JSON with
 ``ensure_ascii=False``) and inserts it with one ``executemany`` in ONE
 transaction: one commit for a thousand events instead of a thousand commits.
 
-The database runs in WAL mode with ``synchronous=NORMAL``: a committed event
-survives a crash of Home Assistant; a power cut may lose the last commits,
-never the file. Readers (``query``) use their own read-only connection per
+The database runs in WAL mode with ``synchronous=FULL``: every commit is
+fsynced, so a committed event survives a crash of Home Assistant and a power
+cut alike; group commit pays that fsync once per batch, not per event.
+Readers (``query``) use their own read-only connection per
 call and never wait for the writer.
 
 Retention: events older than ``max_age_days`` (30) are deleted, then, while
@@ -45,7 +46,6 @@ from collections.abc import Callable, Mapping
 import contextlib
 from dataclasses import dataclass, field
 import json
-import logging
 import math
 import os
 from pathlib import Path
@@ -56,9 +56,10 @@ import threading
 import time
 from typing import Any, Final, Self
 
+from ..logs import trace_logger
 from .events import MAX_QUERY_LIMIT, Event, EventPage, EventQuery
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 SCHEMA_VERSION: Final = 1
 # Events the writer takes into one transaction.
@@ -218,7 +219,7 @@ class SqliteJournal:
     ) -> Self:
         """Open (or create) the journal at ``path`` and start its writer; blocking.
 
-        Sets WAL mode, ``synchronous=NORMAL`` and ``auto_vacuum=INCREMENTAL``,
+        Sets WAL mode, ``synchronous=FULL`` and ``auto_vacuum=INCREMENTAL``,
         creates the schema and checks the file (``integrity_check`` up to
         8 MiB, ``quick_check`` above). Raises ``JournalError`` when the file
         is not a SQLite database, is corrupt, is locked by another program
@@ -623,7 +624,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> float | None:
             f"The event journal {path} cannot use WAL mode (got {mode});"
             " is it on a network file system?"
         )
-    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.execute("PRAGMA synchronous = FULL")
     connection.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
     size = _file_bytes(path)
     check = "integrity_check" if size <= FULL_CHECK_BYTES else "quick_check"

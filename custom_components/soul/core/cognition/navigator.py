@@ -27,13 +27,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 import json
-import logging
 import math
 from typing import Any
 
 from .. import untrusted
 from ..chat_tools import ChatModel
 from ..llm import LLMError, LLMRequestRejectedError
+from ..logs import trace_logger, traced
 from ..memory.base import MemoryBackendError
 from ..memory.manager import MemoryManager
 from ..session import Session
@@ -43,7 +43,7 @@ from .notices import WARNING, notice
 from .profiles import ProfileStore
 from .trace import TurnTrace, pad_delta, psyche_state
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 DEFAULT_EVERY_TURNS = 5
 DEFAULT_SWING = 0.5
@@ -52,6 +52,7 @@ SUGGESTION_TURNS = 3
 MAX_DELTA = 0.2  # per axis, per run
 MAX_SUGGESTION = 500
 MAX_EVOLUTION = 200
+MAX_SKILL = 300
 RECENT_TURNS = 10
 NAVIGATOR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -69,8 +70,15 @@ NAVIGATOR_SCHEMA: dict[str, Any] = {
         },
         "memory_archival": {"type": "boolean"},
         "evolution_request": {"type": ["string", "null"]},
+        "skill": {"type": ["string", "null"]},
     },
-    "required": ["suggestion", "psyche_delta", "memory_archival", "evolution_request"],
+    "required": [
+        "suggestion",
+        "psyche_delta",
+        "memory_archival",
+        "evolution_request",
+        "skill",
+    ],
     "additionalProperties": False,
 }
 RESPONSE_FORMAT: dict[str, Any] = {
@@ -110,6 +118,7 @@ class Advice:
     psyche_delta: dict[str, float] = field(default_factory=dict)
     memory_archival: bool = False
     evolution_request: str | None = None
+    skill: str | None = None
 
 
 def parse_advice(content: str) -> Advice | None:
@@ -136,6 +145,7 @@ def parse_advice(content: str) -> Advice | None:
             ):
                 delta[axis] = max(-MAX_DELTA, min(MAX_DELTA, float(amount)))
     evolution = value.get("evolution_request")
+    skill = value.get("skill")
     return Advice(
         suggestion=(
             untrusted.clean(suggestion, MAX_SUGGESTION, multiline=False).strip() or None
@@ -147,6 +157,11 @@ def parse_advice(content: str) -> Advice | None:
         evolution_request=(
             untrusted.clean(evolution, MAX_EVOLUTION, multiline=False).strip() or None
             if isinstance(evolution, str)
+            else None
+        ),
+        skill=(
+            untrusted.clean(skill, MAX_SKILL, multiline=False).strip() or None
+            if isinstance(skill, str)
             else None
         ),
     )
@@ -236,6 +251,13 @@ class Navigator:
             return None
         self._running.add(soul_id)
         trace_id = new_trace_id()
+        with traced(trace_id):
+            return await self._reflect(model, session, reason, trace_id)
+
+    async def _reflect(
+        self, model: ChatModel, session: Session, reason: str, trace_id: str
+    ) -> Advice | None:
+        soul_id = session.soul_id
         try:
             async with asyncio.timeout(self.timeout):
                 advice = await self._ask(model, session)
@@ -343,5 +365,26 @@ class Navigator:
                 event="evolution_request", request=advice.evolution_request,
             )  # fmt: skip
             self._on_evolution(soul_id, advice.evolution_request, session.user_id)
+        if advice.skill:
+            await self._learn(session, advice.skill, reason)
         if advice.memory_archival:
             await self._archive(session)
+
+    async def _learn(self, session: Session, skill: str, reason: str) -> None:
+        """Keep a learnt lesson as a ``skill`` memory (XingChen-V §5.1)."""
+        memory = self._memory()
+        if memory is None or not memory.ready:
+            return
+        try:
+            await memory.remember(
+                skill, user_id=session.user_id, soul_id=session.soul_id,
+                memory_type="skill", tags=["navigator", reason], infer=False,
+            )  # fmt: skip
+        except MemoryBackendError as err:
+            _LOGGER.info("The navigator's skill was not stored: %s", err)
+            return
+        notice(
+            self._events(), self._clock, "skill learnt", souls=self._souls,
+            soul_id=session.soul_id, session_id=session.session_id,
+            event="skill_learnt", skill=skill,
+        )  # fmt: skip

@@ -1,15 +1,18 @@
 """System notifications (XingChen-V §2.2 ``system_notification``).
 
-What happens to a soul outside a user turn: its bodies connecting, going
-offline and coming back, its sessions archived to memory. Each notice is an
-event of its own trace.
+What happens to a soul beside its user turns: its bodies connecting, going
+offline and coming back, its sessions archived to memory, memory failing and
+recovering. A notice written while a user turn runs carries that turn's
+``trace_id``; any other is an event of its own trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..logs import current_trace_id
+from ..memory.manager import MemoryManager
 from ..registry import Change, Terminal, TerminalRegistry
 from ..souls import SoulHub
 from .events import Event, EventBus, EventType, Source, new_trace_id
@@ -37,7 +40,7 @@ def notice(
     snapshot = souls.snapshot(soul_id) if souls is not None and soul_id else None
     bus.emit(
         Event(
-            trace_id=new_trace_id(),
+            trace_id=current_trace_id() or new_trace_id(),
             type=EventType.SYSTEM_NOTIFICATION,
             source=Source.SYSTEM,
             payload={"level": level, "message": message, **details},
@@ -92,3 +95,37 @@ def watch_bodies(
         )
 
     return registry.subscribe(changed)
+
+
+_MEMORY_NOTICES = {
+    "failing": ("memory failing", WARNING),
+    "ready": ("memory ready", INFO),
+    "archived": ("memory archived", INFO),
+    "dropped": ("memory queue full: an archive was dropped", WARNING),
+}
+
+
+def watch_memory(
+    memory: MemoryManager,
+    souls: SoulHub,
+    bus: EventBus,
+    clock: Callable[[], float],
+) -> Callable[[], None]:
+    """Write a notice when memory fails, recovers, archives or drops; return the unwatcher."""
+
+    def told(what: str, details: Mapping[str, Any]) -> None:
+        message, level = _MEMORY_NOTICES[what]
+        soul_id = details.get("soul_id")
+        notice(
+            bus,
+            clock,
+            message,
+            level=level,
+            souls=souls,
+            soul_id=soul_id if isinstance(soul_id, str) else None,
+            session_id=details.get("session_id"),
+            event=f"memory_{what}",
+            **{k: v for k, v in details.items() if k not in ("soul_id", "session_id")},
+        )
+
+    return memory.listen(told)

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-import logging
 from typing import Any
 
+from ..logs import trace_logger
 from .base import MemoryBackend, MemoryBackendError, MemoryItem
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 DEFAULT_SEARCH_TIMEOUT = 5.0
 DEFAULT_LIMIT = 5
 MAX_QUEUE = 500
 ANONYMOUS_USER = "default_user"
+
+MemoryListener = Callable[[str, Mapping[str, Any]], None]
 
 
 class MemoryManager:
@@ -51,14 +53,35 @@ class MemoryManager:
         self.queue: list[dict[str, Any]] = []
         self._flush_lock = asyncio.Lock()
         self.archived = 0
+        self._listeners: list[MemoryListener] = []
+        self._told_error: str | None = None
 
     # -- readiness ------------------------------------------------------------------
+
+    def listen(self, listener: MemoryListener) -> Callable[[], None]:
+        """Call ``listener(what, details)`` on what happens to memory; return the unlistener.
+
+        ``what``: ``failing`` (the backend stopped answering, ``error``),
+        ``ready`` (it answers again), ``archived`` (one queued entry stored:
+        ``soul_id``, ``session_id``, ``type``), ``dropped`` (the queue was full).
+        """
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _tell(self, what: str, **details: Any) -> None:
+        for listener in list(self._listeners):
+            listener(what, details)
 
     def _set_ready(self, ready: bool, error: str | None = None) -> None:
         self.last_error = error
         if ready != self.ready:
             self.ready = ready
             self._on_ready_changed(ready)
+            if ready:
+                self._tell("ready")
+        if not ready and error is not None and error != self._told_error:
+            self._tell("failing", error=error[:200])
+        self._told_error = None if ready else error
 
     async def check(self) -> bool:
         """Run the backend's health check; on success flush the archive queue."""
@@ -190,6 +213,11 @@ class MemoryManager:
         self.queue.append(entry)
         if len(self.queue) > MAX_QUEUE:
             dropped = self.queue.pop(0)
+            self._tell(
+                "dropped",
+                soul_id=dropped.get("agent_id"),
+                session_id=dropped["metadata"].get("session_id"),
+            )
             _LOGGER.warning(
                 "Memory archive queue full; dropped the oldest entry (session %s)",
                 dropped["metadata"].get("session_id"),
@@ -218,6 +246,12 @@ class MemoryManager:
                 sent += 1
                 self.archived += 1
                 self._on_dirty()
+                self._tell(
+                    "archived",
+                    soul_id=entry.get("agent_id"),
+                    session_id=entry["metadata"].get("session_id"),
+                    type=entry["metadata"].get("type"),
+                )
         return sent
 
     def load(self, data: Any) -> None:

@@ -42,16 +42,16 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 import json
-import logging
 import re
 import time
 from typing import Any
 
 from .. import untrusted
 from ..access import Principal
+from ..logs import trace_logger
 from ..protocol import utc_ts
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 HUB_ID = "hub"
 CLIENT_TYPES = ("agent", "environment", "human")

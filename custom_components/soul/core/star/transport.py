@@ -16,13 +16,13 @@ import asyncio
 from collections.abc import Callable, Mapping
 import contextlib
 import json
-import logging
 from typing import Any
 
 from aiohttp import WSMessage, WSMsgType, web
 
 from .. import untrusted
 from ..access import Principal
+from ..logs import trace_logger
 from .hub import (
     CLOSE_POLICY,
     CLOSE_TRY_LATER,
@@ -37,7 +37,7 @@ from .hub import (
     valid_id,
 )
 
-_LOGGER = logging.getLogger(__name__)
+_LOGGER = trace_logger(__name__)
 
 SEND_QUEUE = 256  # frames; at least a client's burst (hub.DEFAULT_BURST x 2)
 AUTH_TIMEOUT = 10.0
