@@ -22,8 +22,9 @@ import homeassistant
 ROOT = Path(__file__).resolve().parent.parent
 COMPONENTS = Path(homeassistant.__file__).parent / "components"
 SOUL_MANIFEST = ROOT / "custom_components" / "soul" / "manifest.json"
-# Loaded by tests besides Soul's own dependencies.
-TEST_EXTRA = ("assist_pipeline", "diagnostics")
+# Loaded by tests besides Soul's own dependencies (mcp_server: an MCP client
+# reaches the bodies through Home Assistant's MCP server, docs/mcp.md).
+TEST_EXTRA = ("assist_pipeline", "diagnostics", "mcp_server")
 
 
 def _manifest(path: Path) -> dict:
