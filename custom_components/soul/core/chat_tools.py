@@ -1,7 +1,8 @@
 """The model's side of a chat turn: its interface, the tools it gets, what it reads.
 
 ``ChatModel`` is what the pipeline needs of a language model and
-``ExtraTools`` what it needs of tools offered next to the body's skills;
+``ExtraTools`` what it needs of tools offered next to the body's skills (the
+caller's, such as Assist's, and the soul's MCP tools, ``combine``d);
 ``recall_memory`` is the memory tool (docs/memory.md), and ``tool_message``
 turns a tool's result into the text the model reads.
 """
@@ -63,6 +64,36 @@ class ExtraTools(Protocol):
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run a tool; raise for failures (the model reads the error)."""
+
+
+class CombinedTools:
+    """Several ``ExtraTools`` as one; where two offer a name, the first wins."""
+
+    def __init__(self, sets: list[ExtraTools]) -> None:
+        """Combine ``sets`` in order of precedence."""
+        self._owner: dict[str, ExtraTools] = {}
+        self.specs: list[dict[str, Any]] = []
+        for tools in sets:
+            for spec in tools.specs:
+                name = spec["function"]["name"]
+                if name not in self._owner:
+                    self._owner[name] = tools
+                    self.specs.append(spec)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run the tool with the set that offers it."""
+        owner = self._owner.get(name)
+        if owner is None:
+            raise KeyError(f"no tool {name}")
+        return await owner.call(name, arguments)
+
+
+def combine(*sets: ExtraTools | None) -> ExtraTools | None:
+    """Return the given tool sets as one (None when there are none)."""
+    present = [tools for tools in sets if tools is not None]
+    if len(present) <= 1:
+        return present[0] if present else None
+    return CombinedTools(present)
 
 
 def tool_message(result: dict[str, Any]) -> str:

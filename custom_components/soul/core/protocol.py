@@ -179,11 +179,24 @@ def parse_skill(raw: Any) -> Skill:
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise ProtocolError(f"skill {name}: description must be a string")
-    schema = raw.get("input_schema")
+    try:
+        schema, validator = parse_input_schema(raw.get("input_schema"))
+    except ProtocolError as err:
+        raise ProtocolError(f"skill {name}: {err}") from None
+    return Skill(name, untrusted.clean(description, MAX_TEXT_LENGTH), schema, validator)
+
+
+def parse_input_schema(schema: Any) -> tuple[dict[str, Any], Any]:
+    """Check a tool's argument schema; return it self-contained and its validator.
+
+    Shared by the bodies' skills and the MCP servers' tools: bounded in size
+    and depth, local ``$ref`` inlined, an object schema, valid against its
+    meta-schema, every ``pattern`` compiled safely. Raise ``ProtocolError``.
+    """
     if schema is None:
         schema = EMPTY_OBJECT_SCHEMA
     if not isinstance(schema, Mapping):
-        raise ProtocolError(f"skill {name}: input_schema must be a JSON object")
+        raise ProtocolError("input_schema must be a JSON object")
     try:
         untrusted.check_json(
             schema,
@@ -193,22 +206,18 @@ def parse_skill(raw: Any) -> Skill:
         )
         schema = inline_refs(dict(schema))
     except (SchemaRefError, untrusted.UntrustedInputError) as err:
-        raise ProtocolError(f"skill {name}: {err}") from None
+        raise ProtocolError(str(err)) from None
     if _depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
-        raise ProtocolError(
-            f"skill {name}: input_schema is nested deeper than {MAX_SCHEMA_DEPTH}"
-        )
+        raise ProtocolError(f"input_schema is nested deeper than {MAX_SCHEMA_DEPTH}")
     if schema.get("type", "object") != "object":
-        raise ProtocolError(f"skill {name}: input_schema must describe an object")
+        raise ProtocolError("input_schema must describe an object")
     canonical = json.dumps(schema, sort_keys=True)
     if len(canonical) > MAX_SCHEMA_BYTES:
-        raise ProtocolError(
-            f"skill {name}: input_schema is larger than {MAX_SCHEMA_BYTES} bytes"
-        )
+        raise ProtocolError(f"input_schema is larger than {MAX_SCHEMA_BYTES} bytes")
     validator = _compile_schema(canonical)
     if isinstance(validator, str):
-        raise ProtocolError(f"skill {name}: invalid input_schema: {validator}")
-    return Skill(name, untrusted.clean(description, MAX_TEXT_LENGTH), schema, validator)
+        raise ProtocolError(f"invalid input_schema: {validator}")
+    return schema, validator
 
 
 class SchemaRefError(ValueError):

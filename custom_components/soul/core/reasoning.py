@@ -23,7 +23,14 @@ from typing import Any
 from . import untrusted
 from .chat_phrases import STATUS_TEXT, phrase, reply_language
 from .chat_request import MAX_TEXT
-from .chat_tools import RECALL_SPEC, RECALL_TOOL, ChatModel, tool_message
+from .chat_tools import (
+    RECALL_SPEC,
+    RECALL_TOOL,
+    ChatModel,
+    ExtraTools,
+    combine,
+    tool_message,
+)
 from .cognition.driver import (
     JSON_INSTRUCTION,
     RESPONSE_FORMAT,
@@ -101,6 +108,8 @@ class Reasoner:
         # Who the souls talk to (XingChen-V §5.2): read in the prompt, and the
         # model may record what a user tells about themselves.
         self.profiles: ProfileStore | None = None
+        # Tools a soul has beyond its body (its MCP servers' tools, docs/mcp.md).
+        self.soul_tools: Callable[[str], ExtraTools | None] = lambda _soul_id: None
         # The navigator's current suggestion for a soul (one model turn's worth).
         self.suggestion: Callable[[str], str | None] = lambda _soul_id: None
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
@@ -138,6 +147,9 @@ class Reasoner:
             tools.append(RECALL_SPEC)
         if self.profiles is not None and turn.session.user_id:
             tools.append(UPDATE_PROFILE_SPEC)
+        turn.extra_tools = combine(
+            turn.extra_tools, self.soul_tools(turn.session.soul_id)
+        )
         if turn.extra_tools is not None:
             names = {s.name for s in skills}
             tools += [

@@ -1,0 +1,1 @@
+"""Model Context Protocol servers as the souls' tools (XingChen-V §4)."""

@@ -1,0 +1,365 @@
+"""One MCP server, kept connected: started, watched, restarted, stopped.
+
+``McpConnection`` runs one supervisor task per server. Each attempt opens the
+transport — a child process for stdio (the SDK's ``stdio_client``: an argument
+list, never a shell; its stderr kept in a temporary file for the error
+message), streamable HTTP or SSE with the configured headers — initialises the
+session and lists the tools within ``connect_timeout``, then waits until it is
+stopped or the connection ends: the child's output closes (it died), a ping
+every ``ping_interval`` goes unanswered, or a call finds it closed. Then it
+tries again after a backoff (1 s, doubling to 60 s; back to 1 s after a
+minute connected). ``notifications/tools/list_changed`` lists the tools again.
+Tool schemas are checked off the event loop (``run_blocking``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from datetime import timedelta
+import tempfile
+import time
+from typing import Any, TextIO
+
+import anyio
+import httpx
+from mcp import ClientSession, McpError, StdioServerParameters, types
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from ..logs import trace_logger
+from .config import ServerConfig
+from .tools import McpTool, parse_tools
+
+_LOGGER = trace_logger(__name__)
+
+CONNECT_TIMEOUT = 20.0
+CALL_TIMEOUT = 60.0
+PING_INTERVAL = 30.0
+BACKOFF_MIN = 1.0
+BACKOFF_MAX = 60.0
+STABLE_AFTER = 60.0  # connected this long: the next failure starts the backoff anew
+MAX_PAGES = 10
+STDERR_TAIL = 600
+
+STARTING = "starting"
+CONNECTED = "connected"
+FAILED = "failed"
+STOPPED = "stopped"
+
+HttpClientFactory = Callable[[dict[str, str], float], httpx.AsyncClient]
+RunBlocking = Callable[..., Awaitable[Any]]
+
+
+class McpCallError(Exception):
+    """A tool call failed: the server is down, timed out or answered an error."""
+
+
+class McpConnection:
+    """A supervised session with one MCP server."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        run_blocking: RunBlocking,
+        http_client: HttpClientFactory,
+        on_change: Callable[[McpConnection], None] = lambda _c: None,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        call_timeout: float = CALL_TIMEOUT,
+        ping_interval: float = PING_INTERVAL,
+        backoff: tuple[float, float] = (BACKOFF_MIN, BACKOFF_MAX),
+    ) -> None:
+        """Describe the connection; ``start`` runs it."""
+        self.config = config
+        self._run_blocking = run_blocking
+        self._http_client = http_client
+        self._on_change = on_change
+        self.connect_timeout = connect_timeout
+        self.call_timeout = call_timeout
+        self.ping_interval = ping_interval
+        self._backoff = backoff
+        self.status = STARTING
+        self.tools: list[McpTool] = []
+        self.skipped: list[str] = []
+        self.error: str | None = None
+        self.attempts = 0
+        self.connects = 0
+        self.server_info: str | None = None
+        self._session: ClientSession | None = None
+        self._stop = asyncio.Event()
+        self._ended: asyncio.Event | None = None
+        self._refresh: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def name(self) -> str:
+        """Return the server's configured name."""
+        return self.config.name
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self, spawn: Callable[[Awaitable[None]], asyncio.Task[None]]) -> None:
+        """Start the supervisor (``spawn`` creates the task, e.g. Home Assistant's)."""
+        if self._task is None:
+            self._task = spawn(self._supervise())
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Close the session and end the child process; idempotent."""
+        self._stop.set()
+        if self._ended is not None:
+            self._ended.set()
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            try:
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(task)
+            except TimeoutError:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._set(STOPPED, None)
+
+    async def _supervise(self) -> None:
+        delay = self._backoff[0]
+        while not self._stop.is_set():
+            self.attempts += 1
+            began = time.monotonic()
+            try:
+                await self._connect_once()
+            except Exception as err:  # noqa: BLE001 - any failure is retried
+                if self._stop.is_set():
+                    break
+                self._set(FAILED, describe(err))
+                _LOGGER.info("MCP server %s: %s", self.name, self.error)
+            else:
+                if self._stop.is_set():
+                    break
+                self._set(FAILED, self.error or "the connection ended")
+            if time.monotonic() - began > STABLE_AFTER:
+                delay = self._backoff[0]
+            try:
+                async with asyncio.timeout(delay):
+                    await self._stop.wait()
+            except TimeoutError:
+                pass
+            delay = min(delay * 2, self._backoff[1])
+
+    async def _connect_once(self) -> None:
+        self.error = None
+        errlog: TextIO | None = None
+        async with AsyncExitStack() as stack:
+            try:
+                if self.config.transport == "stdio":
+                    errlog = await self._run_blocking(tempfile.TemporaryFile, "w+")
+                    stack.callback(errlog.close)
+                    read, write = await stack.enter_async_context(
+                        stdio_client(
+                            StdioServerParameters(
+                                command=self.config.command or "",
+                                args=list(self.config.args),
+                                env=dict(self.config.env) or None,
+                                cwd=self.config.cwd,
+                                encoding_error_handler="replace",
+                            ),
+                            errlog=errlog,
+                        )
+                    )
+                elif self.config.transport == "sse":
+                    read, write = await stack.enter_async_context(
+                        sse_client(
+                            self.config.url or "",
+                            headers=dict(self.config.headers),
+                            timeout=self.connect_timeout,
+                            httpx_client_factory=self._sse_client_factory,
+                        )
+                    )
+                else:
+                    client = await stack.enter_async_context(
+                        self._http_client(
+                            dict(self.config.headers), self.connect_timeout
+                        )
+                    )
+                    read, write, _ = await stack.enter_async_context(
+                        streamable_http_client(
+                            self.config.url or "", http_client=client
+                        )
+                    )
+                await self._serve(read, write)
+            except BaseException as err:
+                if errlog is not None and not isinstance(err, asyncio.CancelledError):
+                    tail = await self._run_blocking(_tail, errlog)
+                    if tail:
+                        raise McpCallError(f"{describe(err)}; stderr: {tail}") from err
+                raise
+
+    async def _serve(self, read: Any, write: Any) -> None:
+        """Run the session until stopped or the connection ends."""
+        ended = self._ended = asyncio.Event()
+        refresh = self._refresh = asyncio.Event()
+        forward_send, forward_receive = anyio.create_memory_object_stream[Any](0)
+
+        async def pump() -> None:
+            # The transport's stream ends when the child exits or the HTTP
+            # stream closes: that ends this attempt.
+            try:
+                async with forward_send:
+                    async for message in read:
+                        await forward_send.send(message)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+            finally:
+                if not ended.is_set():
+                    self.error = "the server closed the connection"
+                ended.set()
+
+        async def handle(message: Any) -> None:
+            if isinstance(message, types.ServerNotification) and isinstance(
+                message.root, types.ToolListChangedNotification
+            ):
+                refresh.set()
+            elif isinstance(message, Exception):
+                _LOGGER.debug("MCP server %s: %s", self.name, message)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            async with ClientSession(
+                forward_receive, write, message_handler=handle
+            ) as session:
+                with anyio.fail_after(self.connect_timeout):
+                    info = await session.initialize()
+                    self.server_info = (
+                        f"{info.serverInfo.name} {info.serverInfo.version}"[:120]
+                    )
+                    await self._list_tools(session)
+                self._session = session
+                self.connects += 1
+                self._set(CONNECTED, None)
+                try:
+                    await self._watch(session, ended, refresh)
+                finally:
+                    self._session = None
+            group.cancel_scope.cancel()
+
+    async def _watch(
+        self, session: ClientSession, ended: asyncio.Event, refresh: asyncio.Event
+    ) -> None:
+        """Wait for the end; list the tools again when told; ping now and then."""
+        while not ended.is_set() and not self._stop.is_set():
+            waiter = asyncio.ensure_future(ended.wait())
+            refresher = asyncio.ensure_future(refresh.wait())
+            done, pending = await asyncio.wait(
+                {waiter, refresher}, timeout=self.ping_interval,
+                return_when=asyncio.FIRST_COMPLETED,
+            )  # fmt: skip
+            for task in pending:
+                task.cancel()
+            if ended.is_set() or self._stop.is_set():
+                return
+            try:
+                with anyio.fail_after(self.connect_timeout):
+                    if refresher in done:
+                        refresh.clear()
+                        await self._list_tools(session)
+                        self._on_change(self)
+                    elif not done:
+                        await session.send_ping()
+            except Exception as err:  # noqa: BLE001 - the connection is gone
+                self.error = describe(err)
+                return
+
+    async def _list_tools(self, session: ClientSession) -> None:
+        listed: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await session.list_tools(
+                params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
+            listed += page.tools
+            cursor = page.nextCursor
+            if not cursor:
+                break
+        self.tools, self.skipped = await self._run_blocking(
+            parse_tools, self.name, listed
+        )
+        for why in self.skipped:
+            _LOGGER.warning("MCP server %s: a tool was left out: %s", self.name, why)
+
+    def _sse_client_factory(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx.Timeout | None = None,
+        auth: httpx.Auth | None = None,
+    ) -> httpx.AsyncClient:
+        client = self._http_client(dict(headers or {}), self.connect_timeout)
+        if timeout is not None:
+            client.timeout = timeout
+        if auth is not None:
+            client.auth = auth
+        return client
+
+    def _set(self, status: str, error: str | None) -> None:
+        changed = (status, error) != (self.status, self.error)
+        self.status, self.error = status, error
+        if status != CONNECTED:
+            self.tools = [] if status in (FAILED, STOPPED) else self.tools
+        if changed:
+            self._on_change(self)
+
+    # -- calls -----------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Call one tool; raise ``McpCallError`` when it cannot be answered."""
+        session = self._session
+        if session is None or self.status != CONNECTED:
+            raise McpCallError(
+                f"the MCP server {self.name} is not connected"
+                + (f" ({self.error})" if self.error else "")
+            )
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                return await session.call_tool(
+                    tool,
+                    arguments,
+                    read_timeout_seconds=timedelta(seconds=self.call_timeout),
+                )
+        except TimeoutError as err:
+            raise McpCallError(
+                f"{tool} took longer than {self.call_timeout:g} s"
+            ) from err
+        except McpError as err:
+            if "closed" in str(err).lower() and self._ended is not None:
+                self.error = "the server closed the connection"
+                self._ended.set()
+            raise McpCallError(describe(err)) from err
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as err:
+            if self._ended is not None:
+                self.error = "the server closed the connection"
+                self._ended.set()
+            raise McpCallError(f"the MCP server {self.name} went away") from err
+
+
+def describe(err: BaseException) -> str:
+    """Return a short text for an error, the first of a group."""
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    if isinstance(err, TimeoutError):
+        return "no answer in time"
+    if isinstance(err, FileNotFoundError):
+        return f"command not found: {err.filename or err}"
+    if isinstance(err, httpx.HTTPStatusError):
+        return f"HTTP {err.response.status_code} from {err.request.url.host}"
+    text = str(err) or type(err).__name__
+    return text[:300]
+
+
+def _tail(errlog: TextIO) -> str:
+    """Return the end of what the child wrote to stderr (executor)."""
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        text = errlog.read()
+    except (OSError, ValueError):
+        return ""
+    return " ".join(text[-STDERR_TAIL:].split())

@@ -1,0 +1,1 @@
+"""Soul's MCP client in the core, against real MCP servers."""
