@@ -38,6 +38,7 @@ from custom_components.soul.const import (
     CONF_TOPIC_PREFIX,
     DOMAIN,
     SECTION_ADVANCED,
+    SECTION_MCP,
     SECTION_MEMORY,
 )
 from devtools.broker import free_port
@@ -79,11 +80,13 @@ def options_input(
     prefix: str = "soul",
     memory: dict[str, Any] | None = None,
     advanced: dict[str, Any] | None = None,
+    mcp: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The options form: the prefix and its two sections."""
+    """The options form: the prefix and its three sections."""
     return {
         CONF_TOPIC_PREFIX: prefix,
         SECTION_MEMORY: {**MEMORY_FORM, **(memory or {})},
+        SECTION_MCP: mcp or {},
         SECTION_ADVANCED: {**ADVANCED_FORM, **(advanced or {})},
     }
 
@@ -321,14 +324,17 @@ async def test_single_instance(
 async def test_options_flow(
     hass: HomeAssistant, init_integration: MockConfigEntry
 ) -> None:
-    """Options: the prefix, then the folded memory and advanced sections."""
+    """Options: the prefix, then the folded memory, MCP and advanced sections."""
     entry = init_integration
     result = await hass.config_entries.options.async_init(entry.entry_id)
     assert result["type"] is FlowResultType.FORM
     assert result["step_id"] == "init"
     fields = {str(key): value for key, value in result["data_schema"].schema.items()}
-    assert set(fields) == {CONF_TOPIC_PREFIX, SECTION_MEMORY, SECTION_ADVANCED}
+    assert set(fields) == {
+        CONF_TOPIC_PREFIX, SECTION_MEMORY, SECTION_MCP, SECTION_ADVANCED
+    }  # fmt: skip
     assert fields[SECTION_MEMORY].options == {"collapsed": True}
+    assert fields[SECTION_MCP].options == {"collapsed": True}
     assert fields[SECTION_ADVANCED].options == {"collapsed": True}
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],

@@ -18,7 +18,12 @@ from pytest_homeassistant_custom_component.common import (
 )
 from pytest_homeassistant_custom_component.typing import MqttMockHAClient
 
-from custom_components.soul.const import CONF_MBTI_TYPE, CONF_NAME, DOMAIN
+from custom_components.soul.const import (
+    CONF_MBTI_TYPE,
+    CONF_MCP_CONFIG,
+    CONF_NAME,
+    DOMAIN,
+)
 from custom_components.soul.services import async_setup_services
 from custom_components.soul.soul_flow import _soul_schema
 
@@ -51,7 +56,13 @@ def test_every_step_with_data_has_a_form_here() -> None:
 
 
 async def test_soul_form_matches_its_texts(hass: HomeAssistant) -> None:
-    entry = MockConfigEntry(domain=DOMAIN, title="Soul", data={})
+    # With MCP servers configured the form offers them too.
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="Soul",
+        data={},
+        options={CONF_MCP_CONFIG: {"mcpServers": {"files": {"command": "npx"}}}},
+    )
     entry.add_to_hass(hass)
     schema = _soul_schema(hass, entry)
     strings = english()

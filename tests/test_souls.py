@@ -34,6 +34,7 @@ from custom_components.soul.const import (
     EVENT_EXEC_MODE_CHANGED,
     EVENT_USER_EMOTION,
     SECTION_ADVANCED,
+    SECTION_MCP,
     SECTION_MEMORY,
 )
 from custom_components.soul.core.emotion.persona import persona_from_mbti
@@ -604,6 +605,7 @@ async def test_options_change_reloads_but_souls_do_not(
         {
             CONF_TOPIC_PREFIX: "soul",
             SECTION_MEMORY: {},
+            SECTION_MCP: {},
             SECTION_ADVANCED: {CONF_EMOTION_TICK_INTERVAL: 4},
         },
     )

@@ -27,6 +27,7 @@ from .core.topics import valid_terminal_id
 from .helpers import find_device, now_timestamp, soul_id_of_device, terminal_device_info
 from .journal import async_close_journal
 from .llm_api import async_register_api
+from .mcp_servers import async_start_mcp
 from .memory import async_start_memory
 from .models import SoulConfigEntry
 from .services import async_setup_services
@@ -135,6 +136,7 @@ async def _async_start(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_start_souls(hass, entry)
     entry.async_on_unload(async_register_api(hass, entry))
+    async_start_mcp(hass, entry)
     entry.async_on_unload(async_start_star(hass, entry))
     if runtime.memory is not None:
         entry.async_on_unload(

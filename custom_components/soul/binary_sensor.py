@@ -1,4 +1,4 @@
-"""Connectivity of each terminal (online, LWT and heartbeat TTL) and the hub's memory."""
+"""Connectivity of each terminal (online, LWT and heartbeat TTL), the hub's memory and MCP servers."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DOMAIN, MEMORY_NONE
+from .core.mcp.connection import CONNECTED
 from .core.registry import Terminal
 from .entity import SoulEntity, TerminalEntity, async_setup_terminal_entities
 from .helpers import entry_settings
+from .mcp_servers import mcp_servers, signal_mcp_changed
 from .memory import memory_backend_name, signal_memory_ready
 from .models import SoulConfigEntry
 
@@ -84,12 +86,51 @@ class MemoryReady(SoulEntity, BinarySensorEntity):
         )
 
 
+class McpServerConnected(SoulEntity, BinarySensorEntity):
+    """On while an MCP server is connected; its tool count and last error beside."""
+
+    _attr_device_class = BinarySensorDeviceClass.CONNECTIVITY
+    _attr_entity_category = EntityCategory.DIAGNOSTIC
+
+    def __init__(self, entry: SoulConfigEntry, server: str) -> None:
+        """Create the sensor of the server named ``server``."""
+        super().__init__(entry, "mcp_server")
+        self.server = server
+        self._attr_unique_id = f"{entry.entry_id}_mcp_{server}"
+        self._attr_translation_placeholders = {"server": server}
+
+    @property
+    def is_on(self) -> bool:
+        """Return whether the server is connected."""
+        connection = self.entry.runtime_data.mcp.connections.get(self.server)
+        return connection is not None and connection.status == CONNECTED
+
+    @property
+    def extra_state_attributes(self) -> dict[str, Any]:
+        """Return the number of tools and the last error (never a secret)."""
+        connection = self.entry.runtime_data.mcp.connections.get(self.server)
+        return {
+            "tools": len(connection.tools) if connection else 0,
+            "last_error": connection.error if connection else None,
+        }
+
+    async def async_added_to_hass(self) -> None:
+        """Follow the server's state."""
+        self.async_on_remove(
+            async_dispatcher_connect(
+                self.hass,
+                signal_mcp_changed(self.entry.entry_id),
+                self.async_write_ha_state,
+            )
+        )
+
+
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add the hub's memory sensor (while memory is on) and one per terminal."""
+    """Add the hub's memory sensor (while memory is on), one per MCP server and terminal."""
     if memory_backend_name(entry_settings(entry)) != MEMORY_NONE:
         async_add_entities([MemoryReady(entry)])
     elif entity_id := er.async_get(hass).async_get_entity_id(
@@ -97,6 +138,17 @@ async def async_setup_entry(
     ):
         # Memory was turned off: no "Disconnected" sensor for what is not there.
         er.async_get(hass).async_remove(entity_id)
+    servers = mcp_servers(entry.options)
+    async_add_entities([McpServerConnected(entry, name) for name in servers])
+    entities = er.async_get(hass)
+    prefix = f"{entry.entry_id}_mcp_"
+    for entity in er.async_entries_for_config_entry(entities, entry.entry_id):
+        if (
+            entity.domain == "binary_sensor"
+            and entity.unique_id.startswith(prefix)
+            and entity.unique_id.removeprefix(prefix) not in servers
+        ):
+            entities.async_remove(entity.entity_id)  # a server no longer configured
     async_setup_terminal_entities(
         hass,
         entry,

@@ -50,6 +50,7 @@ from .helpers import (
     star_identity_reserved,
 )
 from .journal import async_open_journal
+from .mcp_servers import allowed_servers, async_create_mcp
 from .memory import async_create_memory
 from .models import SoulConfigEntry, SoulRuntime
 from .mqtt_bridge import MqttBridge
@@ -203,6 +204,10 @@ async def async_create_runtime(
         hass, entry.entry_id, entry_settings(entry)
     )
     chat.memory = memory
+    mcp = async_create_mcp(hass, entry, events)
+    chat.reasoner.soul_tools = lambda soul_id: mcp.tool_set(
+        allowed_servers(entry, soul_id)
+    )
     star_store = DebouncedStore(hass, "star")
     star = StarHub(
         reserved=star_identity_reserved, on_owners_changed=star_store.schedule
@@ -233,5 +238,6 @@ async def async_create_runtime(
         journal=journal,
         profiles=profiles,
         profiles_store=profiles_store,
+        mcp=mcp,
         options=dict(entry.options),
     )

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+import json
 from typing import Any
 
 from homeassistant.components import mqtt
@@ -53,6 +54,7 @@ from .const import (
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_MCP_CONFIG,
     CONF_MEM0_API_KEY,
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
@@ -80,6 +82,7 @@ from .const import (
     MEMORY_EMBEDDED,
     MEMORY_SERVER,
     SECTION_ADVANCED,
+    SECTION_MCP,
     SECTION_MEMORY,
     SUBENTRY_SOUL,
     TITLE,
@@ -87,7 +90,9 @@ from .const import (
 from .core import untrusted
 from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
 from .core.llm import LLMAuthError, LLMConnectionError
+from .core.mcp.config import McpConfigError, dump_config, parse_config
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
+from .mcp_servers import mcp_servers
 from .models import SoulConfigEntry
 from .soul_flow import SoulSubentryFlow
 
@@ -200,10 +205,21 @@ ADVANCED_FIELDS = vol.Schema(
         ),
     }
 )
+# MCP servers (docs/mcp.md): the spec's {"mcpServers": …} as JSON text.
+MCP_EXAMPLE = (
+    '{"mcpServers": {"files": {"command": "npx", "args": ["-y",'
+    ' "@modelcontextprotocol/server-filesystem", "/share"]}, "search":'
+    ' {"url": "https://example.com/mcp", "headers": {"Authorization":'
+    ' "Bearer …"}}}}'
+)
+MCP_FIELDS = vol.Schema(
+    {vol.Optional(CONF_MCP_CONFIG): TextSelector(TextSelectorConfig(multiline=True))}
+)
 OPTIONS_SCHEMA = vol.Schema(
     {
         vol.Required(CONF_TOPIC_PREFIX, default=DEFAULT_TOPIC_PREFIX): TextSelector(),
         vol.Required(SECTION_MEMORY): section(MEMORY_FIELDS, {"collapsed": True}),
+        vol.Required(SECTION_MCP): section(MCP_FIELDS, {"collapsed": True}),
         vol.Required(SECTION_ADVANCED): section(ADVANCED_FIELDS, {"collapsed": True}),
     }
 )
@@ -265,11 +281,31 @@ def _prefix(user_input: Mapping[str, Any], errors: dict[str, str]) -> str:
         return str(user_input.get(CONF_TOPIC_PREFIX, ""))
 
 
+def _validate_mcp(
+    user_input: Mapping[str, Any], errors: dict[str, str], placeholders: dict[str, str]
+) -> dict[str, Any] | None:
+    """Return the MCP servers as stored data, or None; name a bad field's problem."""
+    text = (user_input.get(SECTION_MCP) or {}).get(CONF_MCP_CONFIG)
+    try:
+        servers = parse_config(text if isinstance(text, str) else None)
+    except McpConfigError as err:
+        errors[CONF_MCP_CONFIG] = "invalid_mcp_config"
+        placeholders["mcp_field"] = err.field
+        placeholders["mcp_error"] = err.message
+        return None
+    return json.loads(dump_config(servers)) if servers else None
+
+
 def _validate_options(
-    user_input: Mapping[str, Any], endpoint: Mapping[str, Any]
+    user_input: Mapping[str, Any],
+    endpoint: Mapping[str, Any],
+    placeholders: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Return (the options, stored flat, errors) of the options form."""
     errors: dict[str, str] = {}
+    mcp = _validate_mcp(
+        user_input, errors, {} if placeholders is None else placeholders
+    )
     memory = dict(user_input.get(SECTION_MEMORY) or {})
     advanced = dict(user_input.get(SECTION_ADVANCED) or {})
     options: dict[str, Any] = {CONF_TOPIC_PREFIX: _prefix(user_input, errors)}
@@ -317,6 +353,8 @@ def _validate_options(
     options[CONF_JOURNAL_MB] = max(
         1, min(10_000, int(advanced.get(CONF_JOURNAL_MB, DEFAULT_JOURNAL_MB)))
     )
+    if mcp is not None:
+        options[CONF_MCP_CONFIG] = mcp
     return options, errors
 
 
@@ -325,6 +363,11 @@ def _sections(options: Mapping[str, Any]) -> dict[str, Any]:
     return {
         CONF_TOPIC_PREFIX: options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX),
         SECTION_MEMORY: {k: v for k, v in options.items() if k in MEMORY_FIELDS.schema},
+        SECTION_MCP: (
+            {CONF_MCP_CONFIG: dump_config(mcp_servers(options))}
+            if options.get(CONF_MCP_CONFIG)
+            else {}
+        ),
         SECTION_ADVANCED: {
             k: v for k, v in options.items() if k in ADVANCED_FIELDS.schema
         },
@@ -456,8 +499,11 @@ class SoulOptionsFlow(OptionsFlow):
     ) -> ConfigFlowResult:
         """Show the topic prefix and the memory and advanced sections."""
         errors: dict[str, str] = {}
+        placeholders = {"mcp_field": "", "mcp_error": "", "mcp_example": MCP_EXAMPLE}
         if user_input is not None:
-            options, errors = _validate_options(user_input, self.config_entry.data)
+            options, errors = _validate_options(
+                user_input, self.config_entry.data, placeholders
+            )
             if not errors:
                 return self.async_create_entry(data=options)
         return self.async_show_form(
@@ -469,4 +515,5 @@ class SoulOptionsFlow(OptionsFlow):
                 else _sections(self.config_entry.options),
             ),
             errors=errors,
+            description_placeholders=placeholders,
         )

@@ -23,6 +23,7 @@ ENDPOINT_KEYS: Final = (CONF_LLM_BASE_URL, CONF_LLM_API_KEY, CONF_LLM_MODEL)
 # The options form's folded sections (stored flat).
 SECTION_MEMORY: Final = "memory"
 SECTION_ADVANCED: Final = "advanced"
+SECTION_MCP: Final = "mcp"
 
 DEFAULT_TOPIC_PREFIX: Final = DEFAULT_PREFIX
 DEFAULT_INVOKE_TIMEOUT: Final = DEFAULT_TIMEOUT
@@ -65,6 +66,12 @@ DEFAULT_NAVIGATOR_SWING: Final = 0.5
 CONF_NAVIGATOR_MODEL: Final = "navigator_model"
 EVENT_EVOLUTION_REQUEST: Final = "soul_evolution_request"
 CONF_TERMINAL: Final = "terminal_id"
+# MCP servers (docs/mcp.md): the hub's options hold their configuration (the
+# spec's {"mcpServers": …}); a soul lists the servers it may use (none listed:
+# all of them).
+CONF_MCP_CONFIG: Final = "mcp_config"
+CONF_MCP_SERVERS: Final = "mcp_servers"
+ISSUE_MCP_SERVER_FAILED: Final = "mcp_server_failed"
 
 CONF_MEMORY_BACKEND: Final = "memory_backend"
 CONF_MEM0_URL: Final = "mem0_url"

@@ -7,13 +7,14 @@ from typing import Any
 from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.core import HomeAssistant
 
-from .const import CONF_LLM_API_KEY, CONF_MEM0_API_KEY
+from .const import CONF_LLM_API_KEY, CONF_MCP_CONFIG, CONF_MEM0_API_KEY
 from .core.memory import MemoryBackendError
 from .helpers import entry_settings
 from .memory import memory_backend_name
 from .models import SoulConfigEntry
 
 TO_REDACT = {CONF_LLM_API_KEY, CONF_MEM0_API_KEY}
+TO_REDACT_OPTIONS = {*TO_REDACT, CONF_MCP_CONFIG}
 
 
 async def async_get_config_entry_diagnostics(
@@ -35,7 +36,8 @@ async def async_get_config_entry_diagnostics(
                 counts[user] = f"error: {err}"
     return {
         "data": async_redact_data(dict(entry.data), TO_REDACT),
-        "options": async_redact_data(dict(entry.options), TO_REDACT),
+        # The MCP configuration holds secrets (env, headers): see "mcp".
+        "options": async_redact_data(dict(entry.options), TO_REDACT_OPTIONS),
         "topic_prefix": runtime.topic_prefix,
         "llm": None
         if runtime.llm is None
@@ -130,6 +132,12 @@ async def async_get_config_entry_diagnostics(
             if runtime.journal is not None
             else {"available": False}
         ),
+        # Each server's state, tools and configuration, secrets hidden.
+        "mcp": {
+            "servers": runtime.mcp.diagnostics(),
+            "calls": runtime.mcp.calls,
+            "failures": runtime.mcp.failures,
+        },
         "profiles": {
             "users": len(runtime.profiles.users),
             "boot_counts": {

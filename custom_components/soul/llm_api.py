@@ -1,9 +1,14 @@
-"""The "Soul bodies" LLM API: the bodies' skills as tools for any Home Assistant agent.
+"""Soul's LLM APIs for any Home Assistant agent: "Soul bodies" and "Soul MCP tools".
 
-Any conversation agent (OpenAI, Ollama, Anthropic, …) that selects this API
-gets one tool per skill of every available body; a call is validated against
-the skill's ``input_schema`` and sent as ``invoke`` (§3.6), and the body's
-``result`` is the tool's answer.
+Any conversation agent (OpenAI, Ollama, Anthropic, …) that selects "Soul
+bodies" gets one tool per skill of every available body; a call is validated
+against the skill's ``input_schema`` and sent as ``invoke`` (§3.6), and the
+body's ``result`` is the tool's answer. Home Assistant's ``mcp_server``
+offers the same API to MCP clients (docs/mcp.md).
+
+"Soul MCP tools" offers the tools of Soul's connected MCP servers — stdio
+programs included, which Home Assistant's own ``mcp`` integration cannot
+start — named ``<server>__<tool>``, validated against their schemas.
 """
 
 from __future__ import annotations
@@ -18,11 +23,19 @@ from homeassistant.helpers import llm
 from .compat import schema_from_json, tool_result
 from .const import LOGGER
 from .core.invoker import InvokeError
+from .core.mcp.hub import McpToolError
+from .core.mcp.tools import McpTool
 from .core.protocol import Skill
 from .models import SoulConfigEntry
 
 API_ID = "soul_bodies"
 API_NAME = "Soul bodies"
+MCP_API_ID = "soul_mcp_tools"
+MCP_API_NAME = "Soul MCP tools"
+MCP_API_PROMPT = (
+    "You can use tools of Model Context Protocol servers, named "
+    "<server>__<tool>. Each returns the server's answer as text."
+)
 API_PROMPT = (
     "You can drive physical bodies (desk robots, lamps, speakers) through the "
     "tools named after a body and one of its skills. Each tool runs that skill "
@@ -101,8 +114,64 @@ class SoulBodiesAPI(llm.API):
         return llm.APIInstance(self, API_PROMPT, llm_context, tools=tools)
 
 
+class SoulMcpTool(llm.Tool):
+    """One tool of one of Soul's MCP servers."""
+
+    def __init__(self, entry: SoulConfigEntry, tool: McpTool) -> None:
+        """Describe the tool for the model."""
+        self.entry = entry
+        self.tool = tool
+        self.name = tool.name
+        self.description = tool.skill.description or tool.tool
+        self.parameters = _parameters(tool.skill)
+
+    async def async_call(
+        self,
+        hass: HomeAssistant,
+        tool_input: llm.ToolInput,
+        llm_context: llm.LLMContext,
+    ) -> Any:
+        """Call the tool and return its result as text."""
+        try:
+            output = await self.entry.runtime_data.mcp.call(
+                self.tool, dict(tool_input.tool_args)
+            )
+        except McpToolError as err:
+            return tool_result({"ok": False, "error": str(err)}, error=True)
+        return tool_result({"ok": True, "output": output}, error=False)
+
+
+@dataclass(kw_only=True)
+class SoulMcpAPI(llm.API):
+    """The tools of every connected MCP server of Soul."""
+
+    entry: SoulConfigEntry
+
+    async def async_get_api_instance(
+        self, llm_context: llm.LLMContext
+    ) -> llm.APIInstance:
+        """Return the tools of the servers connected now."""
+        tools: list[llm.Tool] = [
+            SoulMcpTool(self.entry, tool)
+            for tool in self.entry.runtime_data.mcp.tools()
+        ]
+        return llm.APIInstance(self, MCP_API_PROMPT, llm_context, tools=tools)
+
+
 def async_register_api(hass: HomeAssistant, entry: SoulConfigEntry) -> Any:
-    """Register the API; return its unregister callback."""
-    return llm.async_register_api(
-        hass, SoulBodiesAPI(hass=hass, id=API_ID, name=API_NAME, entry=entry)
-    )
+    """Register both APIs; return the callback that unregisters them."""
+    unregister = [
+        llm.async_register_api(
+            hass, SoulBodiesAPI(hass=hass, id=API_ID, name=API_NAME, entry=entry)
+        ),
+        llm.async_register_api(
+            hass,
+            SoulMcpAPI(hass=hass, id=MCP_API_ID, name=MCP_API_NAME, entry=entry),
+        ),
+    ]
+
+    def unregister_all() -> None:
+        for callback_ in unregister:
+            callback_()
+
+    return unregister_all

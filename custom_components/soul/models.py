@@ -16,6 +16,7 @@ from .core.cognition.journal import SqliteJournal
 from .core.cognition.profiles import ProfileStore
 from .core.invoker import Invoker
 from .core.llm import OpenAICompatibleLLM
+from .core.mcp.hub import McpHub
 from .core.memory.manager import MemoryManager
 from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
@@ -50,6 +51,8 @@ class SoulRuntime:
     # User profiles and the souls' system state (XingChen-V §5.2).
     profiles: ProfileStore
     profiles_store: DebouncedStore
+    # The MCP servers and their tools (docs/mcp.md).
+    mcp: McpHub
     # The options the runtime was built from: other changes need no reload.
     options: dict[str, Any]
 

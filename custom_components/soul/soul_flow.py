@@ -24,10 +24,18 @@ from homeassistant.helpers.selector import (
 )
 import voluptuous as vol
 
-from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_TERMINAL, CONF_USER_ID
+from .const import (
+    CONF_MBTI_TYPE,
+    CONF_MCP_SERVERS,
+    CONF_NAME,
+    CONF_PERSONA,
+    CONF_TERMINAL,
+    CONF_USER_ID,
+)
 from .core.emotion.persona import MBTI_TYPES
 from .core.souls import MAX_SOULS, InvalidSoulFieldError, validate_soul_fields
 from .core.topics import valid_terminal_id
+from .mcp_servers import mcp_servers
 
 # Selector option keys must be lower case (hassfest); the translations show
 # the types as people write them ("ENFP").
@@ -49,7 +57,7 @@ SOUL_SCHEMA = vol.Schema(
 
 
 def _soul_schema(hass: HomeAssistant, entry: ConfigEntry) -> vol.Schema:
-    """Return the soul form: name, type, persona, Assist body and LLM APIs."""
+    """Return the soul form: name, type, persona, MCP servers, Assist body, LLM APIs."""
     terminals: list[str] = []
     if entry.state is ConfigEntryState.LOADED:
         terminals = sorted(t.terminal_id for t in entry.runtime_data.registry)
@@ -57,8 +65,19 @@ def _soul_schema(hass: HomeAssistant, entry: ConfigEntry) -> vol.Schema:
         SelectOptionDict(label=api.name, value=api.id)
         for api in llm.async_get_apis(hass)
     ]
+    servers = sorted(mcp_servers(entry.options))
+    mcp: dict[Any, Any] = (
+        {
+            vol.Optional(CONF_MCP_SERVERS, default=servers): SelectSelector(
+                SelectSelectorConfig(options=servers, multiple=True)
+            )
+        }
+        if servers
+        else {}
+    )
     return SOUL_SCHEMA.extend(
         {
+            **mcp,
             vol.Optional(CONF_TERMINAL): SelectSelector(
                 SelectSelectorConfig(
                     options=terminals,
@@ -100,6 +119,9 @@ def _soul_settings(
         data[CONF_TERMINAL] = terminal
     if apis := user_input.get(CONF_LLM_HASS_API):
         data[CONF_LLM_HASS_API] = list(apis)
+    if isinstance(servers := user_input.get(CONF_MCP_SERVERS), list):
+        # The servers this soul may use; without the field, all of them.
+        data[CONF_MCP_SERVERS] = [str(name)[:40] for name in servers[:32]]
     try:
         validate_soul_fields(data[CONF_NAME], data[CONF_MBTI_TYPE], persona)
     except InvalidSoulFieldError as err:

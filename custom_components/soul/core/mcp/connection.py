@@ -15,7 +15,7 @@ Tool schemas are checked off the event loop (``run_blocking``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from datetime import timedelta
 import tempfile
@@ -88,6 +88,7 @@ class McpConnection:
         self.attempts = 0
         self.connects = 0
         self.server_info: str | None = None
+        self._why: str | None = None  # why the current attempt ended
         self._session: ClientSession | None = None
         self._stop = asyncio.Event()
         self._ended: asyncio.Event | None = None
@@ -101,7 +102,9 @@ class McpConnection:
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def start(self, spawn: Callable[[Awaitable[None]], asyncio.Task[None]]) -> None:
+    def start(
+        self, spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
+    ) -> None:
         """Start the supervisor (``spawn`` creates the task, e.g. Home Assistant's)."""
         if self._task is None:
             self._task = spawn(self._supervise())
@@ -136,7 +139,7 @@ class McpConnection:
             else:
                 if self._stop.is_set():
                     break
-                self._set(FAILED, self.error or "the connection ended")
+                self._set(FAILED, self._why or "the connection ended")
             if time.monotonic() - began > STABLE_AFTER:
                 delay = self._backoff[0]
             try:
@@ -147,7 +150,7 @@ class McpConnection:
             delay = min(delay * 2, self._backoff[1])
 
     async def _connect_once(self) -> None:
-        self.error = None
+        self._why = None
         errlog: TextIO | None = None
         async with AsyncExitStack() as stack:
             try:
@@ -211,7 +214,7 @@ class McpConnection:
                 pass
             finally:
                 if not ended.is_set():
-                    self.error = "the server closed the connection"
+                    self._why = self._why or "the server closed the connection"
                 ended.set()
 
         async def handle(message: Any) -> None:
@@ -266,7 +269,7 @@ class McpConnection:
                     elif not done:
                         await session.send_ping()
             except Exception as err:  # noqa: BLE001 - the connection is gone
-                self.error = describe(err)
+                self._why = describe(err)
                 return
 
     async def _list_tools(self, session: ClientSession) -> None:
@@ -330,12 +333,12 @@ class McpConnection:
             ) from err
         except McpError as err:
             if "closed" in str(err).lower() and self._ended is not None:
-                self.error = "the server closed the connection"
+                self._why = "the server closed the connection"
                 self._ended.set()
             raise McpCallError(describe(err)) from err
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as err:
             if self._ended is not None:
-                self.error = "the server closed the connection"
+                self._why = "the server closed the connection"
                 self._ended.set()
             raise McpCallError(f"the MCP server {self.name} went away") from err
 

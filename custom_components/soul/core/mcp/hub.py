@@ -12,7 +12,7 @@ connecting and failing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from typing import Any
 
 from ..cognition.events import EventBus
@@ -46,7 +46,7 @@ class McpHub:
         *,
         run_blocking: RunBlocking,
         http_client: HttpClientFactory,
-        spawn: Callable[[Awaitable[None]], asyncio.Task[None]],
+        spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
         events: Callable[[], EventBus | None] = lambda: None,
         clock: Callable[[], float],
         on_change: Callable[[], None] = lambda: None,
