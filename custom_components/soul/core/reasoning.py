@@ -1,12 +1,13 @@
 """The model's part of a turn (§2 steps 8-10): ``fallback_reasoning``.
 
 ``Reasoner.reason(turn)`` asks the model once with the body's skills (when
-the body can act), ``recall_memory`` (when memory is ready) and the caller's
-extra tools (Home Assistant's, for Assist). Every tool call is validated and
-run (a skill as ``invoke``); the round that chose the skills gives the reply,
-and the results go to the response, the session and the transcript. A second
-call follows ``recall_memory`` only, or every round with ``follow_up`` (at
-most ``max_rounds`` calls). Without a model, or when it fails, the reply says
+the body can act), ``recall_memory`` (when memory is ready), the caller's
+extra tools (Home Assistant's, for Assist) and the soul's MCP tools. Every
+tool call is validated and run (a skill as ``invoke``); the round that chose
+the skills gives the reply, and the results go to the response, the session
+and the transcript. A second call follows a tool whose answer the model must
+read (``recall_memory``, an extra or MCP tool) only, or every round with
+``follow_up`` (at most ``max_rounds`` calls). Without a model, or when it fails, the reply says
 so in character (``chat_phrases``); nothing raises.
 
 Image inputs with a URL are attached to the user's message as image parts
@@ -212,8 +213,16 @@ class Reasoner:
                     turn.session.context.append(result_note(call.name, result))
                     if not result.get("ok"):
                         failed.append(call.name)
-            recalled = any(c.name == RECALL_TOOL for c in calls)
-            if (self.follow_up or recalled) and round_no < rounds - 1:
+            # The model reads what memory and the other tools (Assist's, MCP
+            # servers') answered; a body's skill acts, and is only read with
+            # follow-up rounds on.
+            informed = {RECALL_TOOL} | (
+                {t["function"]["name"] for t in turn.extra_tools.specs}
+                if turn.extra_tools is not None
+                else set()
+            )
+            reads = any(c.name in informed for c in calls)
+            if (self.follow_up or reads) and round_no < rounds - 1:
                 continue
             turn.closing = True  # tool results came after this round's text
             self._settle_reply(turn, said.reply, failed)
