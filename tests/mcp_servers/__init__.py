@@ -1,0 +1,8 @@
+"""Real MCP servers, written with the official SDK, for the tests of Soul's MCP client.
+
+- ``tools``: the test tools, registered on a FastMCP server (one definition).
+- ``stdio_server``: a script serving them over stdio (plus ``crash``).
+- ``http_server``: the same tools over streamable HTTP and SSE, in a subprocess.
+- ``fixtures``: pytest fixtures starting them (import them into a conftest or a
+  test module).
+"""
