@@ -3,6 +3,7 @@
 - ``tools``: the test tools, registered on a FastMCP server (one definition).
 - ``stdio_server``: a script serving them over stdio (plus ``crash``).
 - ``http_server``: the same tools over streamable HTTP and SSE, in a subprocess.
-- ``fixtures``: pytest fixtures starting them (import them into a conftest or a
-  test module).
+- ``fixtures``: pytest fixtures starting them (load them with
+  ``pytest_plugins = ["tests.mcp_servers.fixtures"]``).
+- ``processes``: the scripts' paths; which of them run as children of this process.
 """
