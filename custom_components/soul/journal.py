@@ -6,7 +6,10 @@ not a database) a repair issue says so and Soul goes on without the journal
 (events are still streamed). A failure later, reported from the writer
 thread, raises the same issue. ``async_read_events`` reads a page for a
 ``Principal``: users see their own and shared souls' events, administrators
-every soul's; a soul's inner voice is for administrators only.
+every soul's; a soul's inner voice is for administrators only. The read, the
+blanking and (``async_read_events_json``) the JSON of a page, which may reach
+500 payloads of 64 KiB, run in the executor; a journal that cannot be read
+now raises ``JournalReadError`` (HTTP 503, WebSocket ``journal_unavailable``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.helpers.json import json_bytes
 
 from .const import (
     CONF_JOURNAL_DAYS,
@@ -125,6 +130,29 @@ def scoped(query: EventQuery, allowed: frozenset[str] | None) -> EventQuery:
     )
 
 
+class JournalReadError(HomeAssistantError):
+    """The journal cannot be read now (its file gone, damaged or locked)."""
+
+
+def _read(
+    journal: SqliteJournal | None,
+    allowed: frozenset[str] | None,
+    principal: Principal,
+    query: EventQuery,
+) -> EventPage:
+    """Read a page as ``principal`` may see it (executor)."""
+    if journal is None:
+        return EventPage()
+    try:
+        page = journal.query(scoped(query, allowed))
+    except JournalError as err:
+        LOGGER.warning("%s", err)
+        raise JournalReadError(
+            "The event journal cannot be read now; try again later"
+        ) from None
+    return EventPage([for_reader(principal, e) for e in page.events], page.next)
+
+
 async def async_read_events(
     hass: HomeAssistant,
     journal: SqliteJournal | None,
@@ -132,10 +160,28 @@ async def async_read_events(
     principal: Principal,
     query: EventQuery,
 ) -> EventPage:
-    """Read a page of events the caller may see (executor); empty without a journal."""
+    """Read a page of events the caller may see (executor); empty without a journal.
+
+    Raises ``JournalReadError`` when the journal cannot be read now.
+    """
     if journal is None:
         return EventPage()
-    page = await hass.async_add_executor_job(
-        journal.query, scoped(query, visible_souls(principal, souls))
-    )
-    return EventPage([for_reader(principal, e) for e in page.events], page.next)
+    allowed = visible_souls(principal, souls)
+    return await hass.async_add_executor_job(_read, journal, allowed, principal, query)
+
+
+async def async_read_events_json(
+    hass: HomeAssistant,
+    journal: SqliteJournal | None,
+    souls: SoulHub,
+    principal: Principal,
+    query: EventQuery,
+) -> bytes:
+    """Return ``async_read_events``' page as JSON ``{"events", "next"}`` (executor)."""
+    allowed = visible_souls(principal, souls)
+
+    def read() -> bytes:
+        page = _read(journal, allowed, principal, query)
+        return json_bytes({"events": page.events, "next": page.next})
+
+    return await hass.async_add_executor_job(read)

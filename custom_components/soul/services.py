@@ -24,7 +24,7 @@ from .access import async_principal_of_call, unauthorized
 from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
 from .core import untrusted
 from .core.access import AccessError
-from .core.cognition.events import EventType, parse_query
+from .core.cognition.events import MAX_EVENT_ID, MAX_EVENT_TYPES, EventType, parse_query
 from .core.cognition.profiles import ProfileError
 from .core.invoker import MAX_ARGUMENTS_BYTES
 from .core.memory import MEMORY_TYPES, MemoryBackendError
@@ -158,20 +158,32 @@ FORGET_SCHEMA = vol.All(
 )
 
 
+def moment(value: Any) -> float:
+    """Validate a time of ``soul.get_events``: Unix seconds (UTC) of a date-time."""
+    try:
+        return dt_util.as_utc(cv.datetime(value)).timestamp()
+    except OverflowError:  # year 1 or 9999 moved out of range by its time zone
+        raise vol.Invalid("the time is out of range") from None
+
+
 GET_EVENTS_SCHEMA = vol.Schema(
     {
         vol.Optional(ATTR_SOUL_ID): text(),
         vol.Optional("session_id"): text(),
         vol.Optional("trace_id"): text(),
         vol.Optional(ATTR_TYPE): vol.All(
-            cv.ensure_list, [vol.In([t.value for t in EventType])]
+            cv.ensure_list,
+            vol.Length(max=MAX_EVENT_TYPES),
+            [vol.In([t.value for t in EventType])],
         ),
-        vol.Optional("since"): cv.datetime,
-        vol.Optional("until"): cv.datetime,
+        vol.Optional("since"): moment,
+        vol.Optional("until"): moment,
         vol.Optional(ATTR_LIMIT, default=100): vol.All(
             vol.Coerce(int), vol.Range(min=1, max=500)
         ),
-        vol.Optional("before"): vol.Coerce(int),
+        vol.Optional("before"): vol.All(
+            vol.Coerce(int), vol.Range(min=1, max=MAX_EVENT_ID)
+        ),
     }
 )
 
@@ -348,10 +360,15 @@ async def _async_get_events(call: ServiceCall) -> ServiceResponse:
     principal = await async_principal_of_call(call.hass, call)
     data = dict(call.data)
     if (key := data.get(ATTR_SOUL_ID)) is not None:
-        data[ATTR_SOUL_ID] = _soul_id(entry, call) or key
-    for moment in ("since", "until"):
-        if moment in data:
-            data[moment] = dt_util.as_utc(data[moment]).timestamp()
+        soul = find_soul(entry.runtime_data.souls, key)
+        if soul is None or not principal.sees(soul.user_id):
+            # Another user's soul is as unknown as one that does not exist.
+            raise ServiceValidationError(
+                translation_domain=DOMAIN,
+                translation_key="unknown_soul",
+                translation_placeholders={"soul": key},
+            )
+        data[ATTR_SOUL_ID] = soul.soul_id
     query = parse_query(data)
     runtime = entry.runtime_data
     page = await async_read_events(

@@ -7,7 +7,7 @@ what only an administrator may do, for acting for another user, on another
 user's session or as a read-only user, 404 for an unknown soul (or a chat
 on an unknown terminal without a soul), 409 for a chat whose ``soul_id`` is
 not the terminal's soul, 413 for a body over 512 KiB, 503 while Soul is not
-set up. Bodies are read whole
+set up or its event journal cannot be read. Bodies are read whole
 up to the limit, decoded as strict UTF-8 JSON without lone surrogates and at
 most 32 levels deep; large ones are decoded in the executor.
 """
@@ -40,7 +40,7 @@ from .core.intent_filter import (
 )
 from .core.souls import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
 from .helpers import find_loaded_entry, find_soul
-from .journal import async_read_events
+from .journal import JournalReadError, async_read_events_json
 from .models import SoulConfigEntry
 from .souls import async_add_soul, soul_as_dict
 
@@ -392,7 +392,9 @@ class EventsView(HomeAssistantView):
     ``since``/``until`` (Unix seconds or ISO 8601), ``limit`` (1-500, 100) and
     ``before`` (the ``next`` of the previous page). A user reads their own and
     shared souls' events, an administrator every soul's. Answers
-    ``{"events": [...], "next": id | null}``; without a journal, no events.
+    ``{"events": [...], "next": id | null}``; without a journal, no events;
+    503 when the journal cannot be read now. The page is read and encoded
+    in the executor (500 events of up to 64 KiB each).
     """
 
     url = "/api/soul/v1/events"
@@ -407,10 +409,13 @@ class EventsView(HomeAssistantView):
         query = parse_query(request.query)
         entry = _loaded(hass)
         runtime = entry.runtime_data
-        page = await async_read_events(
-            hass, runtime.journal, runtime.souls, principal, query
-        )
-        return self.json({"events": page.events, "next": page.next})
+        try:
+            body = await async_read_events_json(
+                hass, runtime.journal, runtime.souls, principal, query
+            )
+        except JournalReadError as err:
+            raise _HttpError(str(err), HTTPStatus.SERVICE_UNAVAILABLE) from None
+        return web.Response(body=body, content_type="application/json")
 
 
 @callback

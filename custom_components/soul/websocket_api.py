@@ -7,30 +7,45 @@
   soul or of some ``event_types``, as ``event`` messages until unsubscribed (the panel
   uses it). A reload of Soul ends the stream (the client subscribes again).
 
-Users see their own and shared souls' events, administrators every soul's;
-the inner voice is for administrators only.
+Users see their own and shared souls' events, administrators every soul's
+(an event of no soul, or of a soul since deleted, too); the inner voice is
+for administrators only. Error codes: ``invalid_format`` (a bad filter),
+``not_ready`` (Soul is not set up), ``journal_unavailable`` (the journal
+cannot be read now), ``too_many_subscriptions`` (more than
+``MAX_SUBSCRIPTIONS`` streams on one connection). A page is read and
+encoded in the executor.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from homeassistant.components import websocket_api
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.json import json_bytes
 import voluptuous as vol
 
 from .access import principal_of
-from .core.cognition.events import Event, EventType, parse_query
+from .core.cognition.events import MAX_EVENT_TYPES, Event, EventType, parse_query
+from .core.cognition.journal import stored_form
 from .helpers import find_loaded_entry
-from .journal import async_read_events, for_reader
+from .journal import JournalReadError, async_read_events_json, for_reader
 from .models import SoulConfigEntry
+
+# Streams one connection may hold: each is one more listener every event visits.
+MAX_SUBSCRIPTIONS = 16
+# Names in ``event_types`` (five types; the length is checked before the names).
+_TYPES = vol.All(
+    vol.Length(max=MAX_EVENT_TYPES), [vol.In([t.value for t in EventType])]
+)
 
 _QUERY: dict[str | vol.Marker, Any] = {
     vol.Optional("soul_id"): str,
     vol.Optional("session_id"): str,
     vol.Optional("trace_id"): str,
     # "type" names the command: the filter is "event_types".
-    vol.Optional("event_types"): [vol.In([t.value for t in EventType])],
+    vol.Optional("event_types"): _TYPES,
     vol.Optional("since"): vol.Any(str, vol.Coerce(float)),
     vol.Optional("until"): vol.Any(str, vol.Coerce(float)),
     vol.Optional("limit"): vol.Coerce(int),
@@ -70,17 +85,33 @@ async def ws_list_events(
         connection.send_error(msg["id"], "invalid_format", str(err))
         return
     runtime = entry.runtime_data
-    page = await async_read_events(
-        hass, runtime.journal, runtime.souls, principal_of(connection.user), query
+    try:
+        page = await async_read_events_json(
+            hass, runtime.journal, runtime.souls, principal_of(connection.user), query
+        )
+    except JournalReadError as err:
+        connection.send_error(msg["id"], "journal_unavailable", str(err))
+        return
+    connection.send_message(
+        websocket_api.messages.construct_result_message(msg["id"], page)
     )
-    connection.send_result(msg["id"], {"events": page.events, "next": page.next})
+
+
+class _Unsubscribe:
+    """A stream's unsubscriber, told apart from the connection's other ones."""
+
+    def __init__(self, unsubscribe: Callable[[], None]) -> None:
+        self._unsubscribe = unsubscribe
+
+    def __call__(self) -> None:
+        self._unsubscribe()
 
 
 @websocket_api.websocket_command(
     {
         vol.Required("type"): "soul/events/subscribe",
         vol.Optional("soul_id"): str,
-        vol.Optional("event_types"): [vol.In([t.value for t in EventType])],
+        vol.Optional("event_types"): _TYPES,
     }
 )
 @callback
@@ -91,6 +122,16 @@ def ws_subscribe_events(
 ) -> None:
     """Stream new events the caller may see."""
     if (entry := _loaded(hass, connection, msg)) is None:
+        return
+    streams = sum(
+        isinstance(u, _Unsubscribe) for u in connection.subscriptions.values()
+    )
+    if streams >= MAX_SUBSCRIPTIONS:
+        connection.send_error(
+            msg["id"],
+            "too_many_subscriptions",
+            f"at most {MAX_SUBSCRIPTIONS} event streams per connection",
+        )
         return
     runtime = entry.runtime_data
     principal = principal_of(connection.user)
@@ -103,15 +144,20 @@ def ws_subscribe_events(
             return
         if kinds and event.type.value not in kinds:
             return
-        soul = runtime.souls.soul(event.soul_id) if event.soul_id else None
-        owner = soul.user_id if soul is not None else None
-        if not principal.sees(owner):
-            return
+        if not principal.is_admin:
+            # As a read of the journal: only events of souls the caller sees.
+            soul = runtime.souls.soul(event.soul_id) if event.soul_id else None
+            if soul is None or not principal.sees(soul.user_id):
+                return
+        try:
+            data = json_bytes({"event": for_reader(principal, event.as_dict())})
+        except (TypeError, ValueError):  # a payload JSON cannot hold, as stored
+            data = json_bytes({"event": for_reader(principal, stored_form(event))})
         connection.send_message(
-            websocket_api.event_message(
-                msg["id"], {"event": for_reader(principal, event.as_dict())}
-            )
+            websocket_api.messages.construct_event_message(msg["id"], data)
         )
 
-    connection.subscriptions[msg["id"]] = runtime.events.subscribe(forward)
+    connection.subscriptions[msg["id"]] = _Unsubscribe(
+        runtime.events.subscribe(forward)
+    )
     connection.send_result(msg["id"])

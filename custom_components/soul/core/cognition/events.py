@@ -29,6 +29,8 @@ _LOGGER = trace_logger(__name__)
 MAX_QUERY_LIMIT = 500
 DEFAULT_QUERY_LIMIT = 100
 MAX_ID = 128  # a soul, session or trace id in a query
+MAX_EVENT_TYPES = 16  # names in a query's type list (duplicates allowed)
+MAX_EVENT_ID = 2**63 - 1  # SQLite's largest INTEGER: a ``before`` cursor's range
 
 
 class EventType(StrEnum):
@@ -134,6 +136,11 @@ class EventBus:
         self.journal = journal
         self._listeners: list[Callable[[Event], None]] = []
 
+    @property
+    def listener_count(self) -> int:
+        """Return how many live listeners are subscribed."""
+        return len(self._listeners)
+
     def subscribe(self, listener: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``listener`` with every event from now on; return the unsubscriber."""
         self._listeners.append(listener)
@@ -187,7 +194,8 @@ def parse_query(params: Mapping[str, Any]) -> EventQuery:
 
     ``soul_id``, ``session_id``, ``trace_id``, ``type`` (one type, or several
     separated by commas, or a list), ``since``/``until`` (Unix seconds or ISO
-    8601), ``limit`` (1-500, default 100) and ``before`` (a page's ``next``).
+    8601), ``limit`` (1-500, default 100) and ``before`` (a page's ``next``:
+    1 to ``MAX_EVENT_ID``).
     """
     raw_types = params.get("type")
     names: list[Any] = (
@@ -197,6 +205,8 @@ def parse_query(params: Mapping[str, Any]) -> EventQuery:
         if raw_types not in (None, "")
         else []
     )
+    if len(names) > MAX_EVENT_TYPES:
+        raise ValueError(f"type names at most {MAX_EVENT_TYPES} types")
     try:
         types = frozenset(EventType(str(name).strip()) for name in names)
     except ValueError:
@@ -212,6 +222,8 @@ def parse_query(params: Mapping[str, Any]) -> EventQuery:
         raise ValueError("limit and before must be whole numbers") from None
     if not 1 <= limit <= MAX_QUERY_LIMIT:
         raise ValueError(f"limit must be 1 to {MAX_QUERY_LIMIT}")
+    if before is not None and not 1 <= before <= MAX_EVENT_ID:
+        raise ValueError("before must be the next of a previous page")
     return EventQuery(
         soul_ids=frozenset({soul_id}) if soul_id else None,
         session_id=_id(params.get("session_id"), "session_id"),

@@ -57,7 +57,7 @@ import time
 from typing import Any, Final, Self
 
 from ..logs import trace_logger
-from .events import MAX_QUERY_LIMIT, Event, EventPage, EventQuery
+from .events import MAX_EVENT_ID, MAX_QUERY_LIMIT, Event, EventPage, EventQuery
 
 _LOGGER = trace_logger(__name__)
 
@@ -333,8 +333,10 @@ class SqliteJournal:
         not yet committed (see ``flush``) are not seen. Raises
         ``JournalError`` when the database cannot be read.
         """
-        if (q.soul_ids is not None and not q.soul_ids) or (
-            q.types is not None and not q.types
+        if (
+            (q.soul_ids is not None and not q.soul_ids)
+            or (q.types is not None and not q.types)
+            or (q.before_id is not None and int(q.before_id) < 1)
         ):
             return EventPage()
         limit = max(1, min(int(q.limit), MAX_QUERY_LIMIT))
@@ -362,7 +364,8 @@ class SqliteJournal:
         if q.until is not None:
             where.append("timestamp <= ?")
             params.append(float(q.until))
-        if q.before_id is not None:
+        if q.before_id is not None and int(q.before_id) <= MAX_EVENT_ID:
+            # Beyond SQLite's INTEGER every id is before it (no OverflowError).
             where.append("id < ?")
             params.append(int(q.before_id))
         sql = f"SELECT {_COLUMNS} FROM events"  # noqa: S608 - fixed fragments only
@@ -820,6 +823,17 @@ def _safe_str(value: object) -> str:
 _ENCODER: Final = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_safe_str
 )
+
+
+def stored_form(event: Event) -> dict[str, Any]:
+    """Return ``event`` as a read of the journal gives it back, without an ``id``.
+
+    Cleaned as stored (module docstring): fit for any JSON encoder, for the
+    live stream of an event whose payload JSON cannot hold.
+    """
+    stored = _row_to_dict((None, *_encode(event, time.time)))
+    del stored["id"]
+    return stored
 
 
 def _decode(text: str | None) -> Any:
