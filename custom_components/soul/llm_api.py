@@ -44,10 +44,36 @@ API_PROMPT = (
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
+def _flat(schema: dict[str, Any]) -> dict[str, Any]:
+    """Return an object schema with its properties at the top.
+
+    Home Assistant's tool schemas (and its MCP server, which reads
+    ``properties`` of every tool) need them there; ``anyOf``/``oneOf``/``allOf``
+    branches lend theirs, and only what every branch requires stays required.
+    The full schema still checks every call (``Skill.argument_errors``).
+    """
+    properties = dict(schema.get("properties") or {})
+    required = {r for r in schema.get("required") or () if isinstance(r, str)}
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = [b for b in schema.get(key) or () if isinstance(b, dict)]
+        for branch in branches:
+            for name, prop in (branch.get("properties") or {}).items():
+                properties.setdefault(name, prop)
+        needed = [set(b.get("required") or ()) for b in branches]
+        if key == "allOf":
+            required.update(*needed)
+        elif needed:
+            required |= set.intersection(*needed)
+    flat: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        flat["required"] = sorted(required & set(properties))
+    return flat
+
+
 def _parameters(skill: Skill) -> Any:
     """Return the skill's input_schema as Home Assistant's tool schema."""
     try:
-        return schema_from_json(skill.input_schema)
+        return schema_from_json(_flat(skill.input_schema))
     except Exception:  # noqa: BLE001 - the invoker still validates with jsonschema
         LOGGER.debug("Could not convert the schema of %s", skill.name, exc_info=True)
         return schema_from_json({"type": "object"})
