@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import math
 
 import pytest
@@ -20,13 +21,20 @@ from custom_components.soul.core.emotion.dynamics import (
     evolve,
     exec_mode,
     exec_probability,
+    gate,
     impact,
     initial_state,
     is_shock,
     mood,
+    mood_of,
+    target,
 )
 from custom_components.soul.core.emotion.labels import PAD, PROTOTYPE, Emotion
-from custom_components.soul.core.emotion.persona import MBTI_TYPES, persona_from_mbti
+from custom_components.soul.core.emotion.persona import (
+    MBTI_TYPES,
+    Persona,
+    persona_from_mbti,
+)
 
 ENFP = persona_from_mbti("ENFP")
 T0 = 1_700_000_000.0
@@ -227,3 +235,56 @@ def test_state_storage_round_trip_and_garbage() -> None:
     assert SoulState.from_dict({**state.as_dict(), "a": float("nan")}) is None
     clamped = SoulState.from_dict({**state.as_dict(), "p": 7})
     assert clamped is not None and clamped.p == 1.0
+
+
+def _evolve_by_steps(state: SoulState, persona: Persona, now: float) -> SoulState:
+    """``evolve`` as written before it worked on plain floats (PAD and replace)."""
+    t = state.at
+    if now <= t:
+        return state
+    ramp_start = state.last_input_at + persona.boredom_after
+    ramp_end = ramp_start + BOREDOM_RAMP
+    pad = state.pad
+    while t < now:
+        if ramp_start <= t < ramp_end:
+            step = min(10.0, now - t, ramp_end - t)
+        elif t < ramp_start:
+            step = min(now, ramp_start) - t
+        else:
+            step = now - t
+        goal = target(persona, t + step / 2 - state.last_input_at)
+        keep = math.exp(-math.log(2) * step / persona.recovery_half_life)
+        pad = PAD(*(g + (x - g) * keep for x, g in zip(pad, goal, strict=True)))
+        t += step
+    return replace(state, p=pad.p, a=pad.a, d=pad.d, at=now)
+
+
+def test_evolve_equals_the_step_by_step_form_bit_for_bit() -> None:
+    """Recovery, the boredom ramp, after it and a clock going back, in many steps."""
+    for mbti in ("ENFP", "ISTJ", "INTJ-T"):
+        persona = persona_from_mbti(mbti)
+        for emotion in (Emotion.ANGER, Emotion.JOY, Emotion.NEUTRAL):
+            state = apply_user_emotion(
+                initial_state(persona, T0), persona, emotion, 1.0, T0
+            )
+            for step in (3.0, 0.5, 2.5, 600.0, 7.0, -4.0, 1300.0, 3.0, 5000.0):
+                now = state.at + step
+                assert evolve(state, persona, now) == _evolve_by_steps(
+                    state, persona, now
+                )
+                state = evolve(state, persona, now)
+
+
+def test_gate_is_exec_probability_and_exec_mode() -> None:
+    persona = persona_from_mbti("ENFP")
+    for emotion in Emotion:
+        for intensity in (0.3, 0.96, 1.0):
+            state = apply_user_emotion(
+                initial_state(persona, T0), persona, emotion, intensity, T0
+            )
+            for now in (T0, T0 + 30, T0 + 600):
+                assert gate(state, now) == (
+                    exec_probability(state, now),
+                    exec_mode(state, now),
+                )
+                assert mood_of(state.p, state.a, state.d) is mood(state.pad)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
 from custom_components.soul.core.emotion.dynamics import ExecMode
+from custom_components.soul.core.emotion.labels import Emotion
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.core.protocol import SYSTEM_DECAY_TICK
 from custom_components.soul.core.souls import (
     HINT_SOUL_INTERVAL,
     MAX_SOULS,
+    TICK_CHUNK,
     HintDecision,
     NoSoulError,
     Soul,
@@ -297,3 +300,62 @@ def test_bodies_cannot_flood_the_configuration_with_souls() -> None:
     hub.set_souls([Soul(f"s{n}", f"S{n}", "ENFP") for n in range(MAX_SOULS)])
     env.clock.now += HINT_SOUL_INTERVAL
     assert hub.first_connection("t2", "another") is None
+
+
+async def test_tick_texts_are_json_dumps_of_their_payloads() -> None:
+    """The tick writes its JSON from a template: byte for byte json.dumps's."""
+    texts: dict[str, str] = {}
+
+    async def publish(topic: str, payload: str, _qos: int, _retain: bool) -> None:
+        texts[topic.split("/")[2]] = payload
+
+    clock = Clock()
+    events: list[SoulEvent] = []
+    hub = SoulHub(Topics("soul"), publish, clock=clock, is_online=lambda _t: True)
+    hub.subscribe(events.append)
+    odd = 'we"ird\\ 灵魂\n\t\x01'  # escapes, control characters, not ASCII
+    hub.set_souls([Soul(odd, "Odd", "INTJ"), Soul("s1", "Aria", "ENFP")])
+    hub.bind("t1", odd)
+    hub.bind("t2", odd)
+    hub.bind("t3", "s1")
+    hub.express("s1", Emotion.FEAR, 1.0)
+    for step in (3.0, 2.0, 0.001, 600.0, 3.0):
+        clock.now += step
+        events.clear()
+        await hub.tick()
+        published = [payload for event in events for payload in event.published]
+        assert len(published) == 3
+        for payload in published:
+            assert texts[payload["terminal_id"]] == json.dumps(
+                payload, ensure_ascii=False
+            )
+
+
+async def test_tick_yields_to_the_loop_between_chunks_of_souls() -> None:
+    """A tick over many souls lets other tasks run, even if publish never waits."""
+    env = Env()
+    count = 3 * TICK_CHUNK
+    env.hub.set_souls([Soul(f"s{n}", f"S{n}", "ENFP") for n in range(count)])
+    for n in range(count):
+        env.hub.bind(f"t{n}", f"s{n}")
+        env.online.add(f"t{n}")
+    seen: list[tuple[int, int]] = []
+    done = False
+
+    async def watch() -> None:
+        while not done:
+            seen.append((len(env.sent), len(env.events)))
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.sleep(0)
+    await env.hub.tick()
+    done = True
+    await watcher
+    assert len(env.sent) == count
+    # Other tasks ran while the souls evolved (nothing sent yet) …
+    assert seen.count((0, 0)) >= 3
+    # … and between chunks of sends, each soul's listeners told after its send.
+    partial = {sent for sent, told in seen if 0 < sent < count}
+    assert partial == {n * TICK_CHUNK - 1 for n in (1, 2, 3)}
+    assert all(told == sent for sent, told in seen)

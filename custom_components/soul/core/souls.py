@@ -10,9 +10,11 @@ subscribers what changed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 import json
+import math
 from typing import Any
 
 from . import untrusted
@@ -23,16 +25,15 @@ from .emotion.dynamics import (
     SoulState,
     apply_user_emotion,
     evolve,
-    exec_mode,
-    exec_probability,
+    gate,
     initial_state,
-    mood,
+    mood_of,
 )
-from .emotion.labels import Emotion, rounded
+from .emotion.labels import Emotion
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
 from .logs import trace_logger
 from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload, utc_ts
-from .topics import Kind, Publish, Topics, publish_to, valid_terminal_id
+from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
 
 _LOGGER = trace_logger(__name__)
 
@@ -74,6 +75,10 @@ HINT_TYPES: dict[str, str] = {
     "practical": "ISTP",
 }
 DEFAULT_HINT_TYPE = "ENFP"
+TICK_CHUNK = 64  # souls a tick publishes to before it yields to the event loop
+_EMOTION_UPDATE_QOS_RETAIN = QOS_RETAIN[Kind.EMOTION_UPDATE]
+_NEUTRAL_JSON = json.dumps(NEUTRAL_USER_EMOTION, ensure_ascii=False)
+_HEAD = f'{{"session_id": "{SYSTEM_DECAY_TICK}", "terminal_id": '
 
 type Recognizer = Callable[[str], Mapping[str, Any]]
 
@@ -195,6 +200,54 @@ class HintDecision:
     mbti: str | None = None
 
 
+def _tick_updates(
+    snapshot: EmotionSnapshot,
+    terminals: list[str],
+    ts: str,
+    as_json: Callable[[str], str],
+) -> list[tuple[dict[str, Any], str]]:
+    """Return a tick's ``emotion_update`` to each terminal, with its JSON text.
+
+    Each payload is ``protocol.emotion_update_payload``'s; each text is
+    ``json.dumps(payload, ensure_ascii=False)`` byte for byte, written from a
+    template (``tests/core/test_souls.py`` compares the two) since a tick
+    serialises one per online body every few seconds. ``as_json`` returns a
+    string's JSON (cached by the caller).
+    """
+    soul_id = snapshot.soul_id
+    p, a, d = snapshot.p, snapshot.a, snapshot.d
+    probability = snapshot.exec_probability
+    mode = snapshot.exec_mode.value
+    payloads = [
+        {
+            "session_id": SYSTEM_DECAY_TICK,
+            "terminal_id": terminal_id,
+            "soul_id": soul_id,
+            "user_emotion": dict(NEUTRAL_USER_EMOTION),
+            "soul_emotion": {"p": p, "a": a, "d": d},
+            "exec_probability": probability,
+            "exec_mode": mode,
+            "ts": ts,
+        }
+        for terminal_id in terminals
+    ]
+    if not math.isfinite(p + a + d + probability):  # json writes NaN, Infinity
+        return [
+            (payload, json.dumps(payload, ensure_ascii=False)) for payload in payloads
+        ]
+    # float.__repr__ is json's float format.
+    tail = (
+        f', "soul_id": {as_json(soul_id)}, "user_emotion": {_NEUTRAL_JSON}, '
+        f'"soul_emotion": {{"p": {p!r}, "a": {a!r}, "d": {d!r}}}, '
+        f'"exec_probability": {probability!r}, "exec_mode": "{mode}", '
+        f'"ts": {as_json(ts)}}}'
+    )
+    return [
+        (payload, _HEAD + as_json(terminal_id) + tail)
+        for payload, terminal_id in zip(payloads, terminals, strict=True)
+    ]
+
+
 class SoulHub:
     """Souls, bindings and emotion states, with ``emotion_update`` publishing."""
 
@@ -227,6 +280,10 @@ class SoulHub:
         self._listeners: list[Callable[[SoulEvent], None]] = []
         self._binding_listeners: list[Callable[[], None]] = []
         self._last: dict[str, EmotionSnapshot] = {}
+        # Terminal id → its emotion_update topic (the prefix never changes);
+        # ids, timestamps → their JSON: what every tick would compute again.
+        self._update_topics: dict[str, str] = {}
+        self._json: dict[str, str] = {}
 
     # -- storage -----------------------------------------------------------
 
@@ -429,16 +486,19 @@ class SoulHub:
     @staticmethod
     def _snapshot(soul: Soul, state: SoulState) -> EmotionSnapshot:
         now = state.at
+        probability, mode = gate(state, now)
+        p, a, d = state.p, state.a, state.d
         return EmotionSnapshot(
-            soul_id=soul.soul_id,
-            p=rounded(state.p, 3),
-            a=rounded(state.a, 3),
-            d=rounded(state.d, 3),
-            exec_probability=round(exec_probability(state, now), 3),
-            exec_mode=exec_mode(state, now),
-            mood=mood(state.pad),
-            shocked=state.shock_until > now,
-            at=now,
+            soul.soul_id,
+            # labels.rounded, inlined: a tick takes a thousand snapshots.
+            round(p, 3) + 0.0,
+            round(a, 3) + 0.0,
+            round(d, 3) + 0.0,
+            round(probability, 3),
+            mode,
+            mood_of(p, a, d),
+            state.shock_until > now,
+            now,
         )
 
     def _payload(
@@ -459,21 +519,23 @@ class SoulHub:
             ts=utc_ts(snapshot.at),
         )
 
-    async def _send(self, payload: dict[str, Any]) -> bool:
+    async def _send(self, payload: dict[str, Any], body: str | None = None) -> bool:
+        """Publish ``payload`` (``body`` when it is already serialised)."""
+        terminal_id = payload["terminal_id"]
+        if body is None:
+            body = json.dumps(payload, ensure_ascii=False)
+        topic = self._update_topics.get(terminal_id)
+        if topic is None:
+            topic = self._topics.topic(terminal_id, Kind.EMOTION_UPDATE)
+            if len(self._update_topics) >= MAX_SEEN:
+                self._update_topics.clear()
+            self._update_topics[terminal_id] = topic
         try:
-            await publish_to(
-                self._publish,
-                self._topics,
-                payload["terminal_id"],
-                Kind.EMOTION_UPDATE,
-                json.dumps(payload, ensure_ascii=False),
-            )
+            await self._publish(topic, body, *_EMOTION_UPDATE_QOS_RETAIN)
         except Exception as err:  # noqa: BLE001 - one failed publish must not stop the rest
             # The broker is down or the transport refused: one line, no traceback.
             _LOGGER.warning(
-                "Could not publish emotion_update to %s: %s",
-                payload["terminal_id"],
-                err,
+                "Could not publish emotion_update to %s: %s", terminal_id, err
             )
             return False
         return True
@@ -486,34 +548,60 @@ class SoulHub:
             except Exception:
                 _LOGGER.exception("Error in a soul listener")
 
+    def _as_json(self, text: str) -> str:
+        """Return ``json.dumps(text, ensure_ascii=False)``, cached (ids, ``ts``)."""
+        if (encoded := self._json.get(text)) is None:
+            if len(self._json) >= 2 * MAX_SEEN:
+                self._json.clear()
+            encoded = self._json[text] = json.dumps(text, ensure_ascii=False)
+        return encoded
+
     async def tick(self) -> None:
-        """Evolve every soul to now, then publish to its online terminals (§3.8)."""
+        """Evolve every soul to now, then publish to its online terminals (§3.8).
+
+        Every soul evolves first and the hub is marked dirty (persisted), then
+        the updates go out soul by soul, each soul's listeners told once its
+        terminals were sent to. Every ``TICK_CHUNK`` souls, in both passes, the
+        tick yields to the event loop, so a thousand souls and bodies never
+        hold it at once, even when ``publish`` returns without waiting.
+        """
         now = self._clock()
-        events: list[SoulEvent] = []
-        for soul_id, soul in self._souls.items():
-            state = self._states[soul_id] = evolve(
-                self._states[soul_id], soul.persona, now
-            )
-            snapshot = self._snapshot(soul, state)
-            payloads = tuple(
-                self._payload(
-                    snapshot, terminal_id, SYSTEM_DECAY_TICK, NEUTRAL_USER_EMOTION
-                )
-                for terminal_id in self.terminals_of(soul_id)
-                if self._is_online(terminal_id)
-            )
-            events.append(
-                SoulEvent(
-                    soul_id, snapshot, self._last.get(soul_id), published=payloads
-                )
-            )
+        is_online = self._is_online
+        online: dict[str, list[str]] = {}
+        for terminal_id, soul_id in self._bindings.items():
+            if is_online(terminal_id):
+                online.setdefault(soul_id, []).append(terminal_id)
+        states, last, snapshot_of = self._states, self._last, self._snapshot
+        ts_at, ts = float("nan"), ""
+        planned: list[
+            tuple[
+                EmotionSnapshot,
+                EmotionSnapshot | None,
+                list[tuple[dict[str, Any], str]],
+            ]
+        ] = []
+        for count, (soul_id, soul) in enumerate(list(self._souls.items()), 1):
+            if count % TICK_CHUNK == 0:
+                await asyncio.sleep(0)
+            if (state := states.get(soul_id)) is None:
+                continue  # removed while the tick yielded
+            state = states[soul_id] = evolve(state, soul.persona, now)
+            snapshot = snapshot_of(soul, state)
+            updates: list[tuple[dict[str, Any], str]] = []
+            if (terminals := online.get(soul_id)) is not None:
+                if snapshot.at != ts_at:
+                    ts_at, ts = snapshot.at, utc_ts(snapshot.at)
+                terminals.sort()
+                updates = _tick_updates(snapshot, terminals, ts, self._as_json)
+            planned.append((snapshot, last.get(soul_id), updates))
         self._on_dirty()
-        for event in events:
-            sent = [p for p in event.published if await self._send(p)]
+        send = self._send
+        for count, (snapshot, previous, updates) in enumerate(planned, 1):
+            if count % TICK_CHUNK == 0:
+                await asyncio.sleep(0)
+            sent = tuple([p for p, text in updates if await send(p, text)])
             self._notify(
-                SoulEvent(
-                    event.soul_id, event.snapshot, event.previous, published=tuple(sent)
-                )
+                SoulEvent(snapshot.soul_id, snapshot, previous, published=sent)
             )
 
     def express(

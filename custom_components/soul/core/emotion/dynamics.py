@@ -19,7 +19,7 @@ Times are seconds since the epoch (floats); nothing here reads a clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 import math
 from typing import Any
@@ -46,6 +46,8 @@ AUTO_EXECUTE_AT = 0.7
 CONFIRM_AT = 0.45
 NEUTRAL_RADIUS = 0.1
 _STEP = 10.0  # seconds per integration step while the boredom target moves
+_NEG_LN2 = -math.log(2)
+_BORED = PROTOTYPE[Emotion.BOREDOM]
 
 # Events of the tick clamp (§2 step 6).
 TICK_DEFAULT = 3.0
@@ -177,7 +179,7 @@ def target(persona: Persona, idle: float) -> PAD:
 
 
 def _decay(state: SoulState, goal: PAD, seconds: float, half_life: float) -> PAD:
-    keep = math.exp(-math.log(2) * seconds / half_life)
+    keep = math.exp(_NEG_LN2 * seconds / half_life)
     return PAD(*(g + (x - g) * keep for x, g in zip(state.pad, goal, strict=True)))
 
 
@@ -186,13 +188,20 @@ def evolve(state: SoulState, persona: Persona, now: float) -> SoulState:
 
     Exact while the target is constant; in steps of ``_STEP`` seconds while
     boredom moves it. A clock that went backwards leaves the state unchanged.
+
+    It runs for every soul on every tick, so it works on plain floats; the
+    arithmetic is ``target``'s and ``_decay``'s, operation for operation.
     """
     t = state.at
     if now <= t:
         return state
-    ramp_start = state.last_input_at + persona.boredom_after
+    last_input_at = state.last_input_at
+    ramp_start = last_input_at + persona.boredom_after
     ramp_end = ramp_start + BOREDOM_RAMP
-    pad = state.pad
+    half_life = persona.recovery_half_life
+    bp, ba, bd = persona.baseline
+    xp, xa, xd = _BORED
+    p, a, d = state.p, state.a, state.d
     while t < now:
         if ramp_start <= t < ramp_end:
             step = min(_STEP, now - t, ramp_end - t)
@@ -200,15 +209,16 @@ def evolve(state: SoulState, persona: Persona, now: float) -> SoulState:
             step = min(now, ramp_start) - t
         else:
             step = now - t
-        goal = target(persona, t + step / 2 - state.last_input_at)
-        pad = _decay(
-            replace(state, p=pad.p, a=pad.a, d=pad.d),
-            goal,
-            step,
-            persona.recovery_half_life,
+        level = boredom_level(persona, t + step / 2 - last_input_at)
+        gp, ga, gd = (
+            bp + level * (xp - bp),
+            ba + level * (xa - ba),
+            bd + level * (xd - bd),
         )
+        keep = math.exp(_NEG_LN2 * step / half_life)
+        p, a, d = gp + (p - gp) * keep, ga + (a - ga) * keep, gd + (d - gd) * keep
         t += step
-    return replace(state, p=pad.p, a=pad.a, d=pad.d, at=now)
+    return SoulState(p, a, d, now, last_input_at, state.shock_until)
 
 
 def impact(persona: Persona, emotion: Emotion, intensity: float) -> float:
@@ -263,18 +273,28 @@ def exec_probability(state: SoulState, now: float) -> float:
 
 def exec_mode(state: SoulState, now: float) -> ExecMode:
     """Return the execution mode: blocked during a shock or below ``CONFIRM_AT``."""
-    if state.shock_until > now:
-        return ExecMode.BLOCKED
+    return gate(state, now)[1]
+
+
+def gate(state: SoulState, now: float) -> tuple[float, ExecMode]:
+    """Return ``exec_probability`` and ``exec_mode`` at once (the logistic once)."""
     probability = exec_probability(state, now)
+    if state.shock_until > now:
+        return probability, ExecMode.BLOCKED
     if probability >= AUTO_EXECUTE_AT:
-        return ExecMode.AUTO_EXECUTE
+        return probability, ExecMode.AUTO_EXECUTE
     if probability >= CONFIRM_AT:
-        return ExecMode.CONFIRM
-    return ExecMode.BLOCKED
+        return probability, ExecMode.CONFIRM
+    return probability, ExecMode.BLOCKED
 
 
 def mood(pad: PAD) -> Mood:
     """Return the PAD octant of ``pad`` (neutral within ``NEUTRAL_RADIUS``)."""
-    if max(abs(pad.p), abs(pad.a), abs(pad.d)) < NEUTRAL_RADIUS:
+    return mood_of(pad.p, pad.a, pad.d)
+
+
+def mood_of(p: float, a: float, d: float) -> Mood:
+    """Return the PAD octant of ``(p, a, d)`` (``mood`` without building a PAD)."""
+    if max(abs(p), abs(a), abs(d)) < NEUTRAL_RADIUS:
         return Mood.NEUTRAL
-    return _OCTANTS[(pad.p >= 0, pad.a >= 0, pad.d >= 0)]
+    return _OCTANTS[(p >= 0, a >= 0, d >= 0)]
