@@ -148,7 +148,9 @@ def _read(
     except JournalError as err:
         LOGGER.warning("%s", err)
         raise JournalReadError(
-            "The event journal cannot be read now; try again later"
+            "The event journal cannot be read now; try again later",
+            translation_domain=DOMAIN,
+            translation_key="journal_unavailable",
         ) from None
     return EventPage([for_reader(principal, e) for e in page.events], page.next)
 
