@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 import json
 from typing import Any
@@ -518,6 +519,35 @@ async def test_tick_publishes_to_online_bound_bodies(
     async_fire_time_changed(hass)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert emotion_updates(mqtt_mock, ticks=True) == []
+
+
+async def test_a_slow_tick_is_not_overlapped(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    mqtt_mock: MqttMockHAClient,
+    freezer: FrozenDateTimeFactory,
+) -> None:
+    """A tick still publishing (a slow broker) makes the next ones skip."""
+    hub = init_integration.runtime_data.souls
+    release = asyncio.Event()
+    started: list[int] = []
+
+    async def slow_tick() -> None:
+        started.append(1)
+        await release.wait()
+
+    hub.tick = slow_tick  # type: ignore[method-assign]
+    for _ in range(3):
+        freezer.tick(timedelta(seconds=3))
+        async_fire_time_changed(hass)
+        await hass.async_block_till_done()
+    assert len(started) == 1
+    release.set()
+    await hass.async_block_till_done(wait_background_tasks=True)
+    freezer.tick(timedelta(seconds=3))
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert len(started) == 2
 
 
 async def test_tick_interval_is_clamped(

@@ -8,6 +8,7 @@ connection, and turns hub events into Home Assistant events.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 from types import MappingProxyType
@@ -168,9 +169,17 @@ def async_start_souls(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     runtime = entry.runtime_data
     hub = runtime.souls
 
+    running: list[asyncio.Task[Any]] = []
+
     @callback
     def tick(_now: Any) -> None:
-        entry.async_create_background_task(hass, hub.tick(), "soul emotion tick")
+        # A tick still publishing (a slow broker) is not overlapped: skip this one.
+        if running and not running[0].done():
+            LOGGER.debug("The previous emotion tick is still running; skipped one")
+            return
+        running[:] = [
+            entry.async_create_background_task(hass, hub.tick(), "soul emotion tick")
+        ]
 
     entry.async_on_unload(
         async_track_time_interval(
