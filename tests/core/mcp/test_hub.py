@@ -261,3 +261,14 @@ async def test_headers_reach_an_http_server(
         assert "401" in (hub.connections["bad"].error or "")
     finally:
         await hub.stop()
+
+
+async def test_an_sse_server(mcp_sse_url: str) -> None:
+    hub = _hub({"legacy": {"url": mcp_sse_url, "type": "sse"}}, connect_timeout=5)
+    try:
+        await until(lambda: hub.connections["legacy"].status == CONNECTED)
+        tools = hub.tool_set()
+        assert tools is not None
+        assert await tools.call("legacy__add", {"a": 2, "b": 2}) == "4"
+    finally:
+        await hub.stop()
