@@ -46,6 +46,7 @@ def refuses_formats(body: dict[str, Any]) -> Reply | None:
     [
         (json.dumps(ANSWER), ANSWER["reply"], ANSWER["inner_voice"], Emotion.JOY),
         ("```json\n" + json.dumps(ANSWER) + "\n```", ANSWER["reply"], ANSWER["inner_voice"], Emotion.JOY),
+        ("```json\n" + json.dumps(ANSWER), ANSWER["reply"], ANSWER["inner_voice"], Emotion.JOY),  # never closed
         ('{"reply": "hi", "emotion": "JOY"}', "hi", None, Emotion.JOY),
         ('{"reply": "hi", "emotion": "smug"}', "hi", None, None),
         ("Just words.", "Just words.", None, None),

@@ -44,7 +44,13 @@ JSON_INSTRUCTION = (
     "the emotion you feel, one of " + ", ".join(EMOTIONS) + "}."
 )
 _HIGH = frozenset({"d8", "d9", "da", "db"})
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*(?:```)?\s*$", re.DOTALL)
+
+
+def unfence(text: str) -> str:
+    """Return a model's answer without the Markdown code fence around it (if any)."""
+    fenced = _FENCE.match(text)
+    return fenced.group(1) if fenced else text.strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +64,7 @@ class DriverReply:
 
 def parse_driver_reply(content: str, max_reply: int) -> DriverReply:
     """Return the F-brain's answer; text that is not its JSON is the reply, whole."""
-    text = content.strip()
-    if fenced := _FENCE.match(text):
-        text = fenced.group(1)
+    text = unfence(content)
     if not text.startswith("{"):
         return DriverReply(untrusted.clean(content, max_reply))
     try:

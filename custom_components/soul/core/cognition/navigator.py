@@ -38,6 +38,7 @@ from ..memory.base import MemoryBackendError
 from ..memory.manager import MemoryManager
 from ..session import Session
 from ..souls import EmotionSnapshot, SoulHub
+from .driver import unfence
 from .events import EventBus, EventType, Source, new_trace_id
 from .notices import WARNING, notice
 from .profiles import ProfileStore
@@ -123,8 +124,7 @@ class Advice:
 
 def parse_advice(content: str) -> Advice | None:
     """Return the navigator's JSON, bounded; None when it is not that JSON."""
-    text = content.strip().removeprefix("```json").removeprefix("```")
-    text = text.removesuffix("```").strip()
+    text = unfence(content)
     try:
         value = untrusted.loads(text, max_bytes=64 * 1024, repair=True)
     except untrusted.UntrustedInputError:
