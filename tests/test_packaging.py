@@ -79,6 +79,12 @@ PLACEHOLDER_SECTIONS = (
     "config_subentries.soul.abort.too_many_souls",
     "config.step.reauth_confirm.description",
     "config.flow_title",
+    # The options flow fills the MCP example and a bad field's name and problem.
+    "options.step.init.sections.mcp.data_description.mcp_config",
+    "options.error.invalid_mcp_config",
+    "issues.mcp_server_failed.",
+    # translation_placeholders of the MCP server entities.
+    "entity.binary_sensor.mcp_server.name",
 )
 
 
