@@ -25,7 +25,11 @@ from custom_components.soul.core.cognition.events import (
     Source,
     new_trace_id,
 )
-from custom_components.soul.core.cognition.journal import JournalError, SqliteJournal
+from custom_components.soul.core.cognition.journal import (
+    JournalError,
+    SqliteJournal,
+    _select,
+)
 
 DAY = 86400.0
 START = 1_771_753_200.0
@@ -914,3 +918,56 @@ def test_the_database_is_wal_with_incremental_vacuum(
     other.close()
     assert len(indexed) == 5
     assert any("(soul_id, id)" in sql for sql in indexed)
+
+
+def test_a_trace_is_found_through_its_index(
+    tmp_path: Path, open_journal: Opener
+) -> None:
+    journal = open_journal()
+    for number in range(20):
+        journal.append(event({"n": number}))
+    wanted = event({"n": "the one"})
+    journal.append(wanted)
+    assert journal.flush()
+    (found,) = journal.query(EventQuery(trace_id=wanted.trace_id)).events
+    assert found["payload"] == {"n": "the one"}
+    # Same first 8 characters, another trace: not found.
+    other = wanted.trace_id[:8] + "0" * (len(wanted.trace_id) - 8)
+    assert journal.query(EventQuery(trace_id=other)).events == []
+    reader = sqlite3.connect(tmp_path / "journal.db")
+    sql, params = _select(EventQuery(trace_id=wanted.trace_id), 50)
+    plan = " ".join(
+        row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+    )
+    reader.close()
+    assert "USING INDEX events_trace" in plan
+
+
+def test_a_schema_1_journal_is_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    old = SqliteJournal.open(path)
+    kept = event({"n": "old"})
+    old.append(kept)
+    assert old.flush()
+    old.close()
+    # What Soul's first journal looked like: a whole-trace_id index, version 1.
+    raw = sqlite3.connect(path)
+    raw.execute("DROP INDEX events_trace")
+    raw.execute("CREATE INDEX events_trace_id ON events (trace_id)")
+    raw.execute("PRAGMA user_version = 1")
+    raw.commit()
+    raw.close()
+    upgraded = SqliteJournal.open(path)
+    try:
+        (found,) = upgraded.query(EventQuery(trace_id=kept.trace_id)).events
+        assert found["payload"] == {"n": "old"}
+    finally:
+        upgraded.close()
+    raw = sqlite3.connect(path)
+    names = {
+        row[0]
+        for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+    }
+    assert raw.execute("PRAGMA user_version").fetchone() == (2,)
+    raw.close()
+    assert "events_trace" in names and "events_trace_id" not in names

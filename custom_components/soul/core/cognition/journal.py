@@ -61,7 +61,7 @@ from .events import MAX_EVENT_ID, MAX_QUERY_LIMIT, Event, EventPage, EventQuery
 
 _LOGGER = trace_logger(__name__)
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 # Events the writer takes into one transaction.
 BATCH_SIZE: Final = 1_000
 # Events waiting for the writer; beyond, ``append`` drops the new one.
@@ -108,7 +108,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_soul_id ON events (soul_id, id);
 CREATE INDEX IF NOT EXISTS events_session_id ON events (session_id);
-CREATE INDEX IF NOT EXISTS events_trace_id ON events (trace_id);
+CREATE INDEX IF NOT EXISTS events_trace ON events (substr(trace_id, 1, 8));
 CREATE INDEX IF NOT EXISTS events_type ON events (type);
 CREATE INDEX IF NOT EXISTS events_timestamp ON events (timestamp);
 """
@@ -340,39 +340,7 @@ class SqliteJournal:
         ):
             return EventPage()
         limit = max(1, min(int(q.limit), MAX_QUERY_LIMIT))
-        where: list[str] = []
-        params: list[Any] = []
-        if q.soul_ids is not None:
-            ids = sorted(q.soul_ids)
-            if len(ids) <= _INLINE_IDS:
-                where.append(f"soul_id IN ({', '.join('?' * len(ids))})")
-                params.extend(ids)
-            else:
-                where.append("soul_id IN (SELECT value FROM json_each(?))")
-                params.append(json.dumps(ids))
-        for column, value in (("session_id", q.session_id), ("trace_id", q.trace_id)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if q.types is not None:
-            types = sorted(str(t) for t in q.types)
-            where.append(f"type IN ({', '.join('?' * len(types))})")
-            params.extend(types)
-        if q.since is not None:
-            where.append("timestamp >= ?")
-            params.append(float(q.since))
-        if q.until is not None:
-            where.append("timestamp <= ?")
-            params.append(float(q.until))
-        if q.before_id is not None and int(q.before_id) <= MAX_EVENT_ID:
-            # Beyond SQLite's INTEGER every id is before it (no OverflowError).
-            where.append("id < ?")
-            params.append(int(q.before_id))
-        sql = f"SELECT {_COLUMNS} FROM events"  # noqa: S608 - fixed fragments only
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id DESC LIMIT ?"
-        params.append(limit + 1)
+        sql, params = _select(q, limit)
         try:
             reader = sqlite3.connect(
                 f"{self.path.resolve().as_uri()}?mode=ro",
@@ -608,6 +576,50 @@ class SqliteJournal:
 # -- SQLite helpers (the writer's connection unless said otherwise) ----------
 
 
+def _select(q: EventQuery, limit: int) -> tuple[str, list[Any]]:
+    """Return the SELECT of one page of ``q`` (``limit`` + 1 rows) and its parameters."""
+    where: list[str] = []
+    params: list[Any] = []
+    if q.soul_ids is not None:
+        ids = sorted(q.soul_ids)
+        if len(ids) <= _INLINE_IDS:
+            where.append(f"soul_id IN ({', '.join('?' * len(ids))})")
+            params.extend(ids)
+        else:
+            where.append("soul_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(ids))
+    if q.session_id is not None:
+        where.append("session_id = ?")
+        params.append(q.session_id)
+    if q.trace_id is not None:
+        # The index holds the first 8 characters: as selective for UUID4s,
+        # and a third of the cost of indexing whole random keys per event.
+        # "+trace_id": without it SQLite propagates the constant into the
+        # substr() and no longer sees the indexed expression.
+        where.append("substr(trace_id, 1, 8) = ? AND +trace_id = ?")
+        params.extend((q.trace_id[:8], q.trace_id))
+    if q.types is not None:
+        types = sorted(str(t) for t in q.types)
+        where.append(f"type IN ({', '.join('?' * len(types))})")
+        params.extend(types)
+    if q.since is not None:
+        where.append("timestamp >= ?")
+        params.append(float(q.since))
+    if q.until is not None:
+        where.append("timestamp <= ?")
+        params.append(float(q.until))
+    if q.before_id is not None and int(q.before_id) <= MAX_EVENT_ID:
+        # Beyond SQLite's INTEGER every id is before it (no OverflowError).
+        where.append("id < ?")
+        params.append(int(q.before_id))
+    sql = f"SELECT {_COLUMNS} FROM events"  # noqa: S608 - fixed fragments only
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY id DESC LIMIT ?"
+    params.append(limit + 1)
+    return sql, params
+
+
 def _prepare(connection: sqlite3.Connection, path: Path) -> float | None:
     """Set the pragmas, create or check the schema; return the oldest timestamp."""
     version = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -643,7 +655,9 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> float | None:
             f"{path} holds an 'events' table that is not Soul's event journal;"
             " choose another file"
         )
-    connection.executescript(f"BEGIN; {_SCHEMA} COMMIT;")
+    # Schema 1 indexed whole trace ids; 2 indexes their first 8 characters.
+    drop = "DROP INDEX IF EXISTS events_trace_id;" if version < 2 else ""
+    connection.executescript(f"BEGIN; {drop} {_SCHEMA} COMMIT;")
     if version < SCHEMA_VERSION:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     row = connection.execute(
