@@ -8,6 +8,7 @@ from typing import Any
 import uuid
 
 from . import untrusted
+from .body_stats import InvokeStats
 from .logs import trace_logger
 from .protocol import (
     InvokeResult,
@@ -97,6 +98,8 @@ class Invoker:
         self.timeout = timeout
         self._new_request_id = new_request_id
         self._pending: dict[tuple[str, str], asyncio.Future[InvokeResult]] = {}
+        # Per terminal: invocations, failures, latency (the panel's Bodies tab).
+        self.stats = InvokeStats()
 
     @property
     def pending(self) -> int:
@@ -164,6 +167,7 @@ class Invoker:
             asyncio.get_running_loop().create_future()
         )
         self._pending[key] = future
+        started = asyncio.get_running_loop().time()
         try:
             qos, retain = QOS_RETAIN[Kind.INVOKE]
             try:
@@ -175,6 +179,9 @@ class Invoker:
                 )
             except Exception as err:  # noqa: BLE001 - whatever the transport raised
                 _LOGGER.warning("Could not publish invoke to %s: %s", terminal_id, err)
+                self.stats.record(
+                    terminal_id, skill_name, ok=False, elapsed=None, error="publish"
+                )
                 raise PublishFailedError(
                     f"could not reach terminal {terminal_id}: {err}",
                     terminal=terminal_id,
@@ -188,9 +195,20 @@ class Invoker:
                 skill_name,
                 request_id,
             )
+            self.stats.record(
+                terminal_id, skill_name, ok=False, elapsed=None,
+                error=TIMEOUT_ERROR, timed_out=True,
+            )  # fmt: skip
             return InvokeResult(request_id, ok=False, error=TIMEOUT_ERROR)
         finally:
             self._pending.pop(key, None)
+        self.stats.record(
+            terminal_id,
+            skill_name,
+            ok=result.ok,
+            elapsed=asyncio.get_running_loop().time() - started,
+            error=None if result.ok else str(result.error)[:200],
+        )
         if result.ok:  # a failure or a timeout claims nothing
             self.sent.announce(
                 SentSkill(terminal_id, skill_name, dict(arguments), Kind.INVOKE)
