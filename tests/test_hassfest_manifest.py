@@ -33,6 +33,9 @@ def test_manifest_declares_soul() -> None:
         "http",
         "conversation",
         "websocket_api",
+        # The Soul panel and card (panel.py, docs/panel.md).
+        "frontend",
+        "panel_custom",
     }
     assert data["config_flow"] is True
     assert data["iot_class"] == "local_push"

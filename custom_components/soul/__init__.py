@@ -30,12 +30,13 @@ from .llm_api import async_register_api
 from .mcp_servers import async_start_mcp
 from .memory import async_start_memory
 from .models import SoulConfigEntry
+from .panel import async_register_panel
 from .services import async_setup_services
 from .souls import async_start_souls, async_sync_souls
 from .star import async_register_star_views, async_start_star
 from .storage import DebouncedStore
 from .views import async_register_views
-from .websocket_api import async_register_commands
+from .websocket_api import async_register_commands, async_watch_entry
 
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
@@ -135,6 +136,8 @@ async def _async_start(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     entry.async_on_unload(entry.add_update_listener(_async_entry_updated))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_start_souls(hass, entry)
+    entry.async_on_unload(async_watch_entry(hass, entry))
+    entry.async_on_unload(await async_register_panel(hass))
     entry.async_on_unload(async_register_api(hass, entry))
     async_start_mcp(hass, entry)
     entry.async_on_unload(async_start_star(hass, entry))
