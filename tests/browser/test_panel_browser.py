@@ -1,0 +1,237 @@
+"""The Soul panel and card in Chromium against a running Home Assistant (conftest.py).
+
+The tests assert on the DOM (Playwright's locators pierce shadow roots), never
+on pixels, and save screenshots on the way (``SOUL_SCREENSHOT_DIR``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+import re
+
+from playwright.async_api import Page, expect
+import pytest
+
+from .conftest import BODY, SoulHA
+
+pytestmark = pytest.mark.timeout(900)
+
+SAD = "I am so sad and lonely today, everything went wrong and I want to cry."
+CARD_DASHBOARD = "soul-cards"
+
+
+async def open_panel(page: Page, soul_ha: SoulHA, tab: str = "") -> None:
+    await page.goto(f"{soul_ha.url}/soul/{tab}" if tab else f"{soul_ha.url}/soul")
+    await expect(page.locator("soul-panel [role=tablist]")).to_be_visible(timeout=60_000)
+
+
+def soul_card(page: Page, name: str) -> object:
+    return page.locator("soul-panel article.soul").filter(
+        has=page.locator("h2", has_text=re.compile(f"^{re.escape(name)}$"))
+    )
+
+
+async def shot(page: Page, soul_ha: SoulHA, name: str) -> None:
+    await page.wait_for_timeout(600)  # transitions settle
+    await page.screenshot(path=str(soul_ha.shots / name))
+
+
+async def test_panel_lists_the_souls(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
+) -> None:
+    page = await page_as("admin")
+    await open_panel(page, soul_ha)
+    for name in ("Aria", "Dad's soul", "Kid's soul"):
+        await expect(soul_card(page, name)).to_have_count(1)
+    aria = soul_card(page, "Aria")
+    form = aria.locator("soul-emotion-form")
+    await expect(form).to_have_attribute("role", "img")
+    await expect(form).to_have_attribute("aria-label", re.compile("Aria feels"))
+    await expect(aria.locator(f'[data-body="{BODY}"]')).to_have_attribute("data-connected", "true")
+    await expect(aria.locator("[role=meter]")).to_have_attribute("aria-valuenow", re.compile(r"\d+"))
+    # Keyboard: the tabs move with the arrow keys.
+    await page.locator("soul-panel [role=tab][data-tab=souls]").focus()
+    await page.keyboard.press("ArrowRight")
+    await expect(page.locator("soul-panel #tab-history")).to_have_attribute("aria-selected", "true")
+    await expect(page.locator("soul-panel #section-history")).to_be_visible()
+    await page.keyboard.press("ArrowLeft")
+    await expect(page.locator("soul-panel #section-souls")).to_be_visible()
+    await shot(page, soul_ha, "panel-light.png")
+
+
+async def test_a_sad_chat_moves_the_form_and_leaves_a_trace(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
+) -> None:
+    page = await page_as("admin")
+    await open_panel(page, soul_ha)
+    form = soul_card(page, "Aria").locator("soul-emotion-form")
+    await expect(form).to_have_attribute("data-p", re.compile(r"-?\d"))
+    before_p = float(await form.get_attribute("data-p") or "nan")
+    before_hue = int(await form.get_attribute("data-hue") or "0")
+    # Talk: the chat box, to Aria through the simulated body.
+    await page.locator("soul-panel [role=tab][data-tab=talk]").click()
+    talk = page.locator("soul-panel #section-talk")
+    await talk.get_by_label("Soul").select_option(label="Aria")
+    await talk.get_by_label("Body").select_option(BODY)
+    await talk.get_by_label("Message").fill(SAD)
+    talk.get_by_role("button", name="Send").click()
+    await expect(talk.locator(".bubble.user")).to_have_text(SAD)
+    reply = talk.locator(".bubble.soul[data-from=soul]")
+    await expect(reply).to_have_count(1, timeout=60_000)
+    assert (await reply.inner_text()).strip()
+    await shot(page, soul_ha, "panel-talk.png")
+    # Souls: the form moved within a second of the emotion_update.
+    await page.locator("soul-panel [role=tab][data-tab=souls]").click()
+    await expect(form).not_to_have_attribute("data-p", f"{before_p:.3f}", timeout=5_000)
+    after_p = float(await form.get_attribute("data-p") or "nan")
+    assert after_p < before_p
+    assert int(await form.get_attribute("data-hue") or "0") >= before_hue  # towards blue
+    await expect(soul_card(page, "Aria").locator(".user-emotion [data-emotion]")).to_be_visible()
+    # Timeline: that chat's trace, opened.
+    await page.locator("soul-panel [role=tab][data-tab=timeline]").click()
+    trace = page.locator("soul-panel li.trace").filter(has_text=SAD)
+    await expect(trace).to_have_count(1, timeout=10_000)
+    await expect(trace.locator(".event[data-type=user_input]")).to_have_count(1)
+    await expect(trace.locator(".event[data-type=driver_response]")).to_have_count(1)
+    await expect(trace.locator(".event[data-type=psyche_update]").first).to_be_visible()
+    await page.locator("soul-panel #section-timeline").get_by_label("Soul").select_option(label="Aria")
+    await expect(trace).to_have_count(1)
+    await shot(page, soul_ha, "panel-timeline.png")
+    await trace.locator("button.open").click()
+    dialog = page.locator("soul-panel dialog#trace")
+    await expect(dialog).to_be_visible()
+    await expect(dialog.locator(".event[data-type=driver_response]")).to_have_count(1)
+    await page.keyboard.press("Escape")
+    await expect(dialog).to_be_hidden()
+    # History: the user turn is marked on the PAD chart.
+    await page.locator("soul-panel [role=tab][data-tab=history]").click()
+    history = page.locator("soul-panel #section-history")
+    await history.get_by_label("Soul").select_option(label="Aria")
+    chart = history.locator("svg.chart")
+    await expect(chart).to_have_attribute("data-turns", re.compile(r"[1-9]"), timeout=10_000)
+    await shot(page, soul_ha, "panel-history.png")
+    # Bodies: the simulated body's skills and the decision of that turn.
+    await page.locator("soul-panel [role=tab][data-tab=bodies]").click()
+    body = page.locator(f'soul-panel article.body[data-body="{BODY}"]')
+    await expect(body).to_be_visible()
+    await expect(body.locator(".chip").first).to_be_visible()
+    await shot(page, soul_ha, "panel-bodies.png")
+
+
+async def test_a_user_sees_only_their_souls(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
+) -> None:
+    page = await page_as("user")
+    await open_panel(page, soul_ha)
+    await expect(soul_card(page, "Kid's soul")).to_have_count(1)
+    await expect(soul_card(page, "Aria")).to_have_count(1)  # shared
+    await expect(soul_card(page, "Dad's soul")).to_have_count(0)
+    await page.locator("soul-panel [role=tab][data-tab=talk]").click()
+    options = await page.locator("soul-panel #talk-soul option").all_inner_texts()
+    assert "Dad's soul" not in options
+    assert "Kid's soul" in options
+
+
+@pytest.mark.parametrize(("dark", "narrow"), [(False, True), (True, False), (True, True)])
+async def test_panel_themes_and_widths(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]], dark: bool, narrow: bool
+) -> None:
+    page = await page_as("admin", dark=dark, narrow=narrow)
+    await open_panel(page, soul_ha)
+    await expect(soul_card(page, "Aria")).to_have_count(1)
+    panel = page.locator("soul-panel")
+    if narrow:
+        await expect(panel).to_have_attribute("narrow", "")
+        await expect(page.locator("soul-panel button.menu")).to_be_visible()
+        box = await soul_card(page, "Aria").bounding_box()
+        assert box is not None and box["width"] <= 390
+    background = await page.evaluate(
+        "() => getComputedStyle(document.querySelector('home-assistant')"
+        ".shadowRoot.querySelector('home-assistant-main').shadowRoot"
+        ".querySelector('partial-panel-resolver').querySelector('ha-panel-custom')"
+        ".querySelector('soul-panel')).backgroundColor"
+    )
+    channels = [int(c) for c in re.findall(r"\d+", background)[:3]]
+    assert (sum(channels) / 3 < 100) == dark, background
+    name = f"panel-{'dark' if dark else 'light'}{'-narrow' if narrow else ''}.png"
+    await shot(page, soul_ha, name)
+
+
+async def _dashboard(soul_ha: SoulHA) -> None:
+    (dashboards,) = await soul_ha.async_ws("admin", {"type": "lovelace/dashboards/list"})
+    if not any(d["url_path"] == CARD_DASHBOARD for d in dashboards):
+        soul_ha.ws(
+            "admin",
+            {
+                "type": "lovelace/dashboards/create",
+                "url_path": CARD_DASHBOARD,
+                "title": "Soul cards",
+                "mode": "storage",
+                "show_in_sidebar": True,
+            },
+        )
+    card = {"type": "custom:soul-emotion-card", "soul_id": soul_ha.souls["Aria"]}
+    soul_ha.ws(
+        "admin",
+        {
+            "type": "lovelace/config/save",
+            "url_path": CARD_DASHBOARD,
+            "config": {
+                "views": [
+                    {
+                        "title": "Soul",
+                        "type": "sections",
+                        "sections": [{"type": "grid", "cards": [card]}],
+                    }
+                ]
+            },
+        },
+    )
+
+
+@pytest.mark.parametrize("dark", [False, True])
+async def test_the_card_renders_on_a_dashboard(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]], dark: bool
+) -> None:
+    await _dashboard(soul_ha)
+    page = await page_as("admin", dark=dark)
+    await page.goto(f"{soul_ha.url}/{CARD_DASHBOARD}/0")
+    card = page.locator("soul-emotion-card")
+    await expect(card).to_have_count(1, timeout=60_000)
+    await expect(card.locator("h2")).to_have_text("Aria")
+    await expect(card.locator("soul-emotion-form")).to_have_attribute("aria-label", re.compile("Aria feels"))
+    await expect(card.locator(".mood")).not_to_have_text("–")
+    await expect(card.locator("[role=meter]")).to_be_visible()
+    await shot(page, soul_ha, f"card-{'dark' if dark else 'light'}.png")
+
+
+async def test_the_card_editor_picks_a_soul(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
+) -> None:
+    page = await page_as("admin")
+    await page.goto(f"{soul_ha.url}/{CARD_DASHBOARD}/0")
+    await expect(page.locator("soul-emotion-card")).to_have_count(1, timeout=60_000)
+    # The editor as the dashboard's card editor creates it.
+    options = await page.evaluate(
+        """async () => {
+          const Card = customElements.get("soul-emotion-card");
+          const editor = Card.getConfigElement();
+          editor.hass = document.querySelector("home-assistant").hass;
+          editor.setConfig({ type: "custom:soul-emotion-card" });
+          document.body.append(editor);
+          await new Promise((r) => setTimeout(r, 500));
+          const changed = new Promise((r) => editor.addEventListener("config-changed", (e) => r(e.detail.config)));
+          const select = editor.shadowRoot.getElementById("soul");
+          const names = [...select.options].map((o) => o.textContent);
+          select.value = [...select.options].find((o) => o.textContent === "Kid's soul").value;
+          select.dispatchEvent(new Event("change"));
+          return { names, config: await changed, labelled: !!select.closest("label") };
+        }"""
+    )
+    assert {"Aria", "Dad's soul", "Kid's soul"} <= set(options["names"])
+    assert options["config"]["soul_id"] == soul_ha.souls["Kid's soul"]
+    assert options["labelled"]
+    assert any(
+        c["type"] == "soul-emotion-card"
+        for c in await page.evaluate("() => window.customCards || []")
+    )
