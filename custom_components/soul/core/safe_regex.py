@@ -17,10 +17,9 @@ Home Assistant's event loop. So every untrusted pattern:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 import functools
+import re
 
 # typeshed has no stubs for re's private parser modules (only for the deprecated
 # sre_* aliases): the parse tree is walked untyped.
@@ -38,6 +37,7 @@ _REPEATS = {
     sre_constants.MIN_REPEAT,
     getattr(sre_constants, "POSSESSIVE_REPEAT", sre_constants.MAX_REPEAT),
 }
+_ATOMIC_GROUP = getattr(sre_constants, "ATOMIC_GROUP", None)
 _deadline: ContextVar[float | None] = ContextVar("soul_regex_deadline", default=None)
 
 
@@ -82,6 +82,87 @@ def _expansion(items: sre_parse.SubPattern | list[tuple[Any, Any]], limit: int) 
     return total
 
 
+class _UnknownError(Exception):
+    """``first_chars`` cannot tell which characters a match begins with."""
+
+
+_MAX_FIRST_CHARS = 4096
+# ``{m,n}`` repeats; any other brace may be ``regex`` syntax that ``re`` reads as
+# literal text (fuzzy matching: "(?:foo){e<=1}").
+_REPEAT_BRACES = re.compile(r"\{[0-9]*(?:,[0-9]*)?\}")
+
+
+def _firsts(items: Any, out: set[str]) -> bool:
+    """Add what a match of ``items`` may begin with to ``out``; return if it may be empty.
+
+    Raises ``_UnknownError`` for anything but literals, sets of literals and
+    ranges, groups, alternation, repeats and anchors.
+    """
+    for op, arg in items:
+        if op is sre_constants.LITERAL:
+            out.add(chr(arg))
+            return False
+        if op is sre_constants.IN:
+            for kind, value in arg:
+                if kind is sre_constants.LITERAL:
+                    out.add(chr(value))
+                elif kind is sre_constants.RANGE and value[1] - value[0] < 256:
+                    out.update(map(chr, range(value[0], value[1] + 1)))
+                else:  # a negated set, a category (\d, \w: not the same in regex)
+                    raise _UnknownError
+            return False
+        if op is sre_constants.SUBPATTERN or op is _ATOMIC_GROUP:
+            body = arg[-1] if op is sre_constants.SUBPATTERN else arg
+            if (
+                op is sre_constants.SUBPATTERN
+                and arg[1] & sre_constants.SRE_FLAG_IGNORECASE
+            ):
+                raise _UnknownError
+            if not _firsts(body, out):
+                return False
+        elif op is sre_constants.BRANCH:
+            empty = False  # every branch adds what it may begin with
+            for branch in arg[1]:
+                empty = _firsts(branch, out) or empty
+            if not empty:
+                return False
+        elif op in _REPEATS:
+            low, _high, body = arg
+            if not _firsts(body, out) and low >= 1:
+                return False
+        elif op is not sre_constants.AT:  # anchors take no character
+            raise _UnknownError  # ., [^…], lookarounds, backreferences, conditionals
+        if len(out) > _MAX_FIRST_CHARS:
+            raise _UnknownError
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def first_chars(pattern: str) -> frozenset[str] | None:
+    """Return every character a match of ``pattern`` can begin with, or None.
+
+    None when the pattern may match the empty string, or when it holds more
+    than literals, sets of literals and ranges, groups, alternation, repeats
+    and anchors (then nothing is known). A text holding none of these
+    characters cannot match, so ``search`` need not run the pattern on it.
+    """
+    if "[:" in pattern or "{" in _REPEAT_BRACES.sub("", pattern):
+        return None  # POSIX classes and braces: regex and re read them apart
+    try:
+        tree = sre_parse.parse(pattern)
+    except (sre_constants.error, RecursionError, OverflowError, TypeError):
+        return None
+    if tree.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
+        return None
+    found: set[str] = set()
+    try:
+        if _firsts(tree, found):
+            return None  # it may match the empty string, anywhere
+    except (_UnknownError, RecursionError):
+        return None
+    return frozenset(found)
+
+
 @functools.lru_cache(maxsize=4096)
 def compile_untrusted(pattern: str) -> regex.Pattern[str]:
     """Compile a pattern from an untrusted source, or raise ``UnsafeRegexError``."""
@@ -109,16 +190,31 @@ def compile_untrusted(pattern: str) -> regex.Pattern[str]:
         raise UnsafeRegexError(f"invalid pattern {pattern!r}: {err}", pattern) from None
 
 
-@contextmanager
-def budget(seconds: float) -> Iterator[None]:
-    """Let every match inside share ``seconds`` (nested budgets keep the tighter)."""
-    deadline = time.perf_counter() + seconds
-    outer = _deadline.get()
-    token = _deadline.set(deadline if outer is None else min(outer, deadline))
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
+class budget:  # noqa: N801 - used as ``with budget(seconds):``, like a function
+    """Let every match inside share ``seconds`` (nested budgets keep the tighter).
+
+    A class rather than a ``@contextmanager`` generator: it is entered once per
+    filtered command, and a generator costs several times as much.
+    """
+
+    __slots__ = ("_seconds", "_token")
+
+    def __init__(self, seconds: float) -> None:
+        """Prepare a budget of ``seconds``; the clock starts on entering it."""
+        self._seconds = seconds
+        self._token: Token[float | None] | None = None
+
+    def __enter__(self) -> None:
+        """Start the budget."""
+        deadline = time.perf_counter() + self._seconds
+        outer = _deadline.get()
+        self._token = _deadline.set(deadline if outer is None else min(outer, deadline))
+
+    def __exit__(self, *_exc: object) -> None:
+        """End the budget: the outer one (if any) applies again."""
+        if self._token is not None:
+            _deadline.reset(self._token)
+            self._token = None
 
 
 def search(
@@ -144,6 +240,8 @@ def search(
         if remaining < limit:
             limit, by_budget = remaining, True
     compiled = compile_untrusted(pattern) if isinstance(pattern, str) else pattern
+    if (firsts := first_chars(source)) is not None and firsts.isdisjoint(text):
+        return None  # no character a match could begin with: it cannot match
     try:
         return compiled.search(text, timeout=limit)
     except TimeoutError:

@@ -107,7 +107,11 @@ def test_hostile_patterns_are_bounded_and_reported() -> None:
     elapsed = time.perf_counter() - started
     # The command's patterns share one budget (12 ms): far from a stalled loop.
     assert elapsed < 1.0
-    reported = {(w["intent_id"], w["pattern"]) for w in first["meta"]["warnings"]}
+    # (On a busy machine the command's own 15 ms may run out too: that note
+    # names no intent.)
+    reported = {
+        (w.get("intent_id"), w["pattern"]) for w in first["meta"]["warnings"]
+    }
     assert ("evil_any", "^(a|aa)+$") in reported
     # The rest of the catalog still works.
     light = [i for i in first["intents"] if i["intent_id"] == "light"]

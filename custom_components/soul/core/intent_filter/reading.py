@@ -137,10 +137,14 @@ class Context:
         # disable an intent of a body (or of every body with that catalog).
         self._slow: set[str] = set()
         self._budget_spent = False
+        # Searches that did not run to the end (time out, budget spent): what
+        # they found is not the pattern's answer, so it must not be kept.
+        self.incomplete = 0
 
     def regex(self, intent: Intent, pattern: str, text: str) -> Any:
         """Search a catalog pattern within the command's time; never raises."""
         if self._budget_spent or pattern in self._slow:
+            self.incomplete += 1
             return None  # reported once, when it happened
         compiled = self.catalog.patterns.get(pattern, pattern)
         try:
@@ -155,6 +159,7 @@ class Context:
             self._warn(intent, pattern, str(err))
         except UnsafeRegexError as err:  # compiled at validation; kept for safety
             self._warn(intent, pattern, str(err))
+        self.incomplete += 1
         return None
 
     def note(self, error: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+import functools
 import itertools
 import re
 from typing import Any
@@ -72,6 +73,25 @@ def valid_timezone_name(name: Any) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _known_zone(name: str) -> ZoneInfo:
+    """Return the zone ``name`` (a valid name); raise ``IntentFilterError`` if unknown.
+
+    Only found zones are kept (``lru_cache`` keeps no exception), so an unknown
+    name is looked for again each time, as before.
+    """
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise IntentFilterError(f"unknown timezone {name!r}") from None
+
+
+def _zone(name: Any) -> ZoneInfo:
+    if not valid_timezone_name(name):
+        raise IntentFilterError("timezone must be an IANA time zone name")
+    return _known_zone(name)
+
+
 def parse_request(request: Any, default_timezone: str) -> Request:
     """Validate a §4.4 request body; raise ``IntentFilterError``."""
     if not isinstance(request, Mapping):
@@ -97,7 +117,7 @@ def parse_request(request: Any, default_timezone: str) -> Request:
     if not isinstance(raw_options, Mapping):
         raise IntentFilterError("options must be an object")
     options = dict(DEFAULT_OPTIONS)
-    for key, default in DEFAULT_OPTIONS.items():
+    for key, default in DEFAULT_OPTIONS.items() if raw_options else ():
         if key in _OPTION_RANGES:
             value = raw_options.get(key, default)
             low, high = _OPTION_RANGES[key]
@@ -129,12 +149,7 @@ def parse_request(request: Any, default_timezone: str) -> Request:
     ):
         raise IntentFilterError("request_id must be a string of at most 128 characters")
     tz_name = request.get("timezone") or default_timezone
-    if not valid_timezone_name(tz_name):
-        raise IntentFilterError("timezone must be an IANA time zone name")
-    try:
-        zone = ZoneInfo(tz_name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise IntentFilterError(f"unknown timezone {tz_name!r}") from None
+    zone = _zone(tz_name)
     now_raw = request.get("now")
     if now_raw is None:
         now = datetime.now(zone)

@@ -203,13 +203,15 @@ def _mere_mention(
     """
     if explicit or reading.has_action:
         return False
-    if reading.markers.chatty and coverage < 1.0:
+    # The cheap tests first: the markers (chatty reads the clause's emotion)
+    # are read only when they can change the answer.
+    if coverage < 1.0 and reading.markers.chatty:
         return True
     return (
-        reading.markers.remark
-        and not reading.markers.polite
-        and from_text == 0
+        from_text == 0
         and coverage < 0.5
+        and reading.markers.remark
+        and not reading.markers.polite
     )
 
 

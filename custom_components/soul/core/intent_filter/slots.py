@@ -253,11 +253,20 @@ def _implicit(
     if slot.regex is not None:
         # Align what the user said with the catalog's own vocabulary: "nod" has
         # the surface "点头", which the slot's pattern accepts.
+        alignments = ctx.catalog.alignments
         for entity in reading.entities:
             key = (slot.regex, ctx.locale, entity.type, str(entity.value))
-            if key not in ctx.catalog.alignments:
-                ctx.catalog.alignments[key] = _align(ctx, intent, slot, entity)
-            if (aligned := ctx.catalog.alignments[key]) is not None:
+            if key in alignments:
+                aligned = alignments[key]
+            else:
+                incomplete = ctx.incomplete
+                aligned = _align(ctx, intent, slot, entity)
+                # Kept for every later command only when the pattern really
+                # ran: one command that ran out of time must not leave a body
+                # without its alignment.
+                if ctx.incomplete == incomplete:
+                    alignments[key] = aligned
+            if aligned is not None:
                 captured, _surface = aligned
                 return (
                     True,
