@@ -13,6 +13,7 @@ serves them below ``/api/soul/star``, the standalone server at its root too.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Mapping
 import contextlib
 import json
@@ -43,6 +44,9 @@ SEND_QUEUE = 256  # frames; at least a client's burst (hub.DEFAULT_BURST x 2)
 AUTH_TIMEOUT = 10.0
 AUTH_FRAME_BYTES = 8192
 CLOSE_TIMEOUT = 5.0  # then a client that stopped reading is aborted
+# Seconds a reader may handle frames already read without letting the loop run
+# (then one more frame at most: a frame on the loop is at most 64 KiB).
+YIELD_AFTER = 0.002
 AUTH_INVALID = "invalid or missing access token"
 # The spec's endpoints ("连接规范"), by client type; the spec leaves the human's
 # commented out, but its clients use it.
@@ -150,16 +154,15 @@ async def pump(
     ``CONNECTION_FAILED`` and 1013 (try again later).
     """
     # Text to send, or (code, reason): close after what is already queued.
-    queue: asyncio.Queue[str | tuple[int, str]] = asyncio.Queue(maxsize=queue_size)
+    # A frame is written at once when nothing is being written (no task, no
+    # wake-up: ``Task(eager_start=True)`` finishes without suspending when
+    # the socket takes it); otherwise it waits here, in order, and the task
+    # that is writing takes it next. At most ``queue_size`` frames wait.
+    pending: deque[str | tuple[int, str]] = deque()
     loop = asyncio.get_running_loop()
     closing: list[asyncio.Task[None]] = []
-
-    def send(text: str) -> bool:
-        try:
-            queue.put_nowait(text)
-        except asyncio.QueueFull:
-            return False
-        return True
+    writer: list[asyncio.Task[None]] = []  # the task writing, while suspended
+    stopped = False  # the socket failed or was closed: nothing more is written
 
     async def closer(code: int, reason: str) -> None:
         try:
@@ -169,23 +172,53 @@ async def pump(
             if request.transport is not None:
                 request.transport.abort()
 
-    def close(code: int, reason: str) -> None:
+    async def write(item: str | tuple[int, str]) -> None:
+        nonlocal stopped
         try:
-            queue.put_nowait((code, reason))
-        except asyncio.QueueFull:  # a slow consumer: close at once
-            if not closing:
-                closing.append(loop.create_task(closer(code, reason)))
-
-    async def writer() -> None:
-        while True:
-            item = await queue.get()
-            try:
+            while True:
                 if isinstance(item, tuple):
+                    stopped = True
                     await closer(*item)
                     return
                 await ws.send_str(item)
-            except (ConnectionError, RuntimeError):
-                return
+                if not pending:
+                    return
+                item = pending.popleft()
+        except (ConnectionError, RuntimeError):
+            stopped = True
+        except Exception:  # the sender's frame is not at fault: never raise to it
+            _LOGGER.exception("Star hub failed to write to %s", identity)
+            stopped = True
+        finally:
+            writer.clear()
+
+    def put(item: str | tuple[int, str]) -> bool:
+        """Write ``item`` now, or queue it; False when the queue is full."""
+        if not writer and not pending and not stopped:
+            task = asyncio.Task(write(item), loop=loop, eager_start=True)
+            if not task.done():
+                writer.append(task)
+            return True
+        if len(pending) >= queue_size:
+            return False
+        pending.append(item)
+        return True
+
+    def send(text: str) -> bool:
+        return put(text)
+
+    def close(code: int, reason: str) -> None:
+        if not put((code, reason)) and not closing:
+            # a slow consumer: close at once
+            closing.append(loop.create_task(closer(code, reason)))
+
+    clock = loop.time
+    turned = True  # the loop has run since the reader's stretch began
+    stretch = 0.0  # when the reader's stretch of frames began
+
+    def turn() -> None:
+        nonlocal turned
+        turned = True
 
     try:
         connection = hub.connect(identity, send, close, principal=principal)
@@ -196,7 +229,6 @@ async def pump(
         await refuse(ws, identity, str(err), code=CONNECTION_FAILED,
                      close_code=CLOSE_TRY_LATER, suggested="retry later")  # fmt: skip
         return
-    writing = loop.create_task(writer())
     try:
         async for message in ws:
             if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
@@ -218,7 +250,14 @@ async def pump(
                 except Exception:
                     _LOGGER.exception("Star hub failed on a frame of %s", identity)
                     break
-                await asyncio.sleep(0)  # let the receivers' writers drain
+                # Frames already read are taken back to back, as a plain relay
+                # does, for at most YIELD_AFTER; then the loop runs.
+                if turned:  # the loop ran since the last frame: a new stretch
+                    turned = False
+                    stretch = clock()
+                    loop.call_soon(turn)
+                elif clock() - stretch >= YIELD_AFTER:
+                    await asyncio.sleep(0)
             elif message.type in _PINGS:
                 await _pong(ws, message)
                 hub.seen(connection)
@@ -229,12 +268,15 @@ async def pump(
     finally:
         closed_by_hub = connection.closed
         hub.disconnect(connection)
-        if not closed_by_hub:
+        if writer:
+            writing = writer[0]
+            if not closed_by_hub:
+                writing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                async with asyncio.timeout(close_timeout + 1):  # a queued close
+                    await writing
             writing.cancel()
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            async with asyncio.timeout(close_timeout + 1):  # a queued close
-                await writing
-        writing.cancel()
+        stopped = True
         if closing:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await closing[0]
