@@ -106,5 +106,19 @@ class MqttBridge:
     async def async_publish(
         self, topic: str, payload: str, qos: int, retain: bool
     ) -> None:
-        """Publish through Home Assistant's MQTT client."""
-        await mqtt.async_publish(self.hass, topic, payload, qos, retain)
+        """Publish through Home Assistant's MQTT client, not waiting for the ack.
+
+        Home Assistant raises only before the message reaches its MQTT client
+        (MQTT disabled, not connected, refused); after that it waits for the
+        broker's PUBACK, which never fails (a missing ack is logged after
+        10 s). That wait goes on in the background: a chat turn's
+        ``emotion_update`` does not hold its ``intent_action`` back by a broker
+        round trip, nor does a tick's publish the next. Messages leave in order.
+        """
+        task = self.hass.async_create_background_task(
+            mqtt.async_publish(self.hass, topic, payload, qos, retain),
+            "soul mqtt publish",
+            eager_start=True,
+        )
+        if task.done():
+            task.result()  # what Home Assistant raised, raised here

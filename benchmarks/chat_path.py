@@ -1,0 +1,431 @@
+"""The chat path: a command until the body receives its intent_action, against the broker.
+
+A real Home Assistant (``benchmarks.ha_harness``: the tests' machinery), its
+MQTT integration on a real broker (``devtools.broker``), Soul set up on it,
+its HTTP API served on 127.0.0.1 with a real access token, and the reference
+body (``devtools.body_sim.BodySim``, paho in its own thread) bound by its
+``soul_hint``. Each sample is timed from the request until the body's paho
+thread receives the ``intent_action`` (``time.perf_counter``, one clock):
+
+- HTTP: ``POST /api/soul/v1/chat`` with "把灯调成绿色", which the intent filter
+  executes (emotion, ``emotion_update``, filter, ``intent_action``);
+- Assist: one ``conversation.async_converse`` turn on the soul's agent, the
+  same command on the intent path.
+
+The baseline, sampled in turns with them in the same run: the bare broker
+round trip — a paho client publishes a payload as large as the
+``intent_action`` (QoS 1) and another paho client receives it. For scale,
+Home Assistant's own ``mqtt.async_publish`` of that payload to the same
+receiver (no goal). Everything is measured with 1 body online, then with
+100 (99 more bodies announce themselves with retained messages, heartbeat
+every 10 s and are bound to a soul, so the 3 s emotion tick publishes to all).
+
+Goals: p50 at most 3x the bare round trip's p50 (both phases), and a p99
+that does not grow with 100 bodies online (at most ``--p99-growth`` times the
+1-body p99). PASS or FAIL per goal; ``--check`` makes a FAIL exit 1;
+``--profile`` prints cProfile's view of the loop during the 100-body phase.
+Run with ``scripts/bench`` or ``.venv/bin/python -m benchmarks.chat_path``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+import gc
+import json
+import logging
+import statistics
+import sys
+import threading
+import time
+from typing import Any
+
+from aiohttp import ClientSession
+from homeassistant.components import conversation, mqtt
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import entity_registry as er
+from paho.mqtt.client import CallbackAPIVersion, Client, MQTTMessage
+
+from benchmarks.ha_harness import (
+    QuietBodies,
+    home_assistant,
+    run_blocking,
+    serve_http,
+    soul_entry,
+    until,
+)
+from benchmarks.loop_meter import LoopMeter
+from devtools.body_sim import BodySim
+from devtools.broker import MqttBroker
+
+PREFIX = "bench"
+BODY = "terminal-001"
+COMMAND = "把灯调成绿色"
+QUIET_HINT = "Quiet"  # a soul of the hub entry: the tick publishes to its bodies
+
+type Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Future[float]]
+
+
+def _resolve(future: asyncio.Future[float], at: float) -> None:
+    if not future.done():
+        future.set_result(at)
+
+
+class TimedBody(BodySim):
+    """The reference body, stamping when each ``intent_action`` arrives."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Configure the body (``BodySim``'s arguments)."""
+        super().__init__(*args, **kwargs)
+        self.waiter: Waiter | None = None
+        self.last_payload: dict[str, Any] | None = None
+
+    def _on_intent_action(self, payload: dict[str, Any]) -> None:
+        at = time.perf_counter()
+        if (waiter := self.waiter) is not None:
+            waiter[0].call_soon_threadsafe(_resolve, waiter[1], at)
+        self.last_payload = payload
+        super()._on_intent_action(payload)
+
+
+class Receiver:
+    """A paho client receiving the probe topic, stamping each arrival."""
+
+    def __init__(self, broker: MqttBroker, topic: str, name: str) -> None:
+        """Connect and subscribe (blocking)."""
+        self.topic = topic
+        self.waiter: Waiter | None = None
+        subscribed = threading.Event()
+        self.client = Client(CallbackAPIVersion.VERSION2, client_id=name)
+        self.client.on_message = self._on_message
+        self.client.on_subscribe = lambda *_args: subscribed.set()
+        self.client.connect(broker.host, broker.port)
+        self.client.subscribe(topic, qos=1)
+        self.client.loop_start()
+        if not subscribed.wait(10):
+            raise TimeoutError("the receiver did not subscribe")
+
+    def _on_message(self, _client: Client, _userdata: Any, _msg: MQTTMessage) -> None:
+        at = time.perf_counter()
+        if (waiter := self.waiter) is not None:
+            waiter[0].call_soon_threadsafe(_resolve, waiter[1], at)
+
+    def stop(self) -> None:
+        """Disconnect."""
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+async def arrival(
+    holder: TimedBody | Receiver, start: Callable[[], Awaitable[object]]
+) -> tuple[float, Any]:
+    """Return seconds from ``start()`` until ``holder`` receives, and what it returned."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[float] = loop.create_future()
+    holder.waiter = (loop, future)
+    started = time.perf_counter()
+    try:
+        returned = await start()
+        async with asyncio.timeout(10):
+            at = await future
+    finally:
+        holder.waiter = None
+    return at - started, returned
+
+
+class Scenario:
+    """The four things sampled in turns."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        http: ClientSession,
+        *,
+        body: TimedBody,
+        receiver: Receiver,
+        publisher: Client,
+        agent: str,
+        payload: str,
+    ) -> None:
+        """Hold what each sample needs."""
+        self.hass = hass
+        self.http = http
+        self.body = body
+        self.receiver = receiver
+        self.publisher = publisher
+        self.agent = agent
+        self.payload = payload
+        self.turn = 0
+
+    async def round_trip(self) -> float:
+        """Bare broker round trip: paho publish → paho receive (QoS 1)."""
+
+        async def publish() -> None:
+            self.publisher.publish(self.receiver.topic, self.payload, qos=1)
+
+        spent, _ = await arrival(self.receiver, publish)
+        return spent
+
+    async def ha_publish(self) -> float:
+        """Home Assistant's ``mqtt.async_publish`` → paho receive (QoS 1)."""
+
+        async def publish() -> None:
+            await mqtt.async_publish(
+                self.hass, self.receiver.topic, self.payload, 1, False
+            )
+
+        spent, _ = await arrival(self.receiver, publish)
+        return spent
+
+    async def http_turn(self) -> float:
+        """POST /api/soul/v1/chat → the body receives intent_action."""
+        self.turn += 1
+
+        async def post() -> dict[str, Any]:
+            async with self.http.post(
+                "/api/soul/v1/chat",
+                json={
+                    "session_id": f"bench-{self.turn % 8}",
+                    "terminal_id": BODY,
+                    "inputs": [{"type": "speech_text", "text": COMMAND}],
+                },
+            ) as response:
+                body: dict[str, Any] = await response.json()
+                if response.status != 200 or body["executed_skills"] != [
+                    "control_light"
+                ]:
+                    raise RuntimeError(f"the turn did not execute: {body}")
+                return body
+
+        spent, _ = await arrival(self.body, post)
+        return spent
+
+    async def assist_turn(self) -> float:
+        """One Assist turn on the soul's agent → the body receives intent_action."""
+
+        async def converse() -> conversation.ConversationResult:
+            result = await conversation.async_converse(
+                self.hass,
+                COMMAND,
+                None,
+                Context(),
+                language="zh-cn",
+                agent_id=self.agent,
+            )
+            if result.response.error_code is not None:
+                raise RuntimeError(f"the Assist turn failed: {result.response}")
+            return result
+
+        spent, _ = await arrival(self.body, converse)
+        return spent
+
+    async def sample(self, rounds: int) -> dict[str, list[float]]:
+        """Return each figure's samples (ms), taken in turns ``rounds`` times."""
+        samples: dict[str, list[float]] = {
+            "round_trip": [],
+            "ha_publish": [],
+            "http": [],
+            "assist": [],
+        }
+        steps = (
+            ("round_trip", self.round_trip),
+            ("ha_publish", self.ha_publish),
+            ("http", self.http_turn),
+            ("assist", self.assist_turn),
+        )
+        for _ in range(rounds):
+            for name, step in steps:
+                samples[name].append(await step() * 1000)
+                await asyncio.sleep(0.005)  # let the body finish its side
+        return samples
+
+
+def agent_of(hass: HomeAssistant, soul_id: str) -> str:
+    """Return the entity id of a soul's conversation agent."""
+    entity_id = er.async_get(hass).async_get_entity_id(
+        "conversation", "soul", f"{soul_id}-conversation"
+    )
+    if entity_id is None:
+        raise RuntimeError(f"soul {soul_id} has no conversation agent")
+    return entity_id
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run both phases; return their samples."""
+    broker = MqttBroker().start()
+    results: dict[str, Any] = {"broker": broker.implementation}
+    receiver = Receiver(broker, "bench-probe/rtt", "bench-receiver")
+    publisher = Client(CallbackAPIVersion.VERSION2, client_id="bench-publisher")
+    publisher.connect(broker.host, broker.port)
+    publisher.loop_start()
+    quiet = QuietBodies(
+        broker,
+        PREFIX,
+        [f"quiet-{i:04d}" for i in range(args.bodies - 1)],
+        [QUIET_HINT] * (args.bodies - 1),
+        heartbeat=10.0,
+    )
+    body = TimedBody(broker.host, broker.port, prefix=PREFIX, terminal_id=BODY)
+    try:
+        async with home_assistant(broker) as hass:
+            entry = soul_entry(hass, PREFIX, [(QUIET_HINT, "ISTJ")])
+            assert await hass.config_entries.async_setup(entry.entry_id)
+            await hass.async_block_till_done()
+            await run_blocking(hass, body.start)
+            runtime = entry.runtime_data
+
+            def ready() -> bool:
+                terminal = runtime.registry.get(BODY)
+                return (
+                    terminal is not None
+                    and terminal.available
+                    and terminal.catalog is not None
+                    and runtime.souls.soul_of(BODY) is not None
+                )
+
+            await until(ready)
+            await hass.async_block_till_done()
+            soul = runtime.souls.soul_of(BODY)
+            assert soul is not None
+            async with serve_http(hass) as http:
+                scenario = Scenario(
+                    hass,
+                    http,
+                    body=body,
+                    receiver=receiver,
+                    publisher=publisher,
+                    agent=agent_of(hass, soul.soul_id),
+                    payload="",
+                )
+                await scenario.http_turn()  # the payload the probes carry
+                scenario.payload = json.dumps(body.last_payload, ensure_ascii=False)
+                await scenario.sample(args.warmup)
+                gc.collect()
+                results["1"] = await scenario.sample(args.rounds)
+
+                await run_blocking(hass, quiet.publish)
+
+                def status() -> str:
+                    terminals = list(runtime.registry)
+                    return (
+                        f"{len(terminals)} registered,"
+                        f" {sum(1 for t in terminals if t.available)} available,"
+                        f" {sum(1 for t in terminals if runtime.souls.soul_of(t.terminal_id))}"
+                        " bound"
+                    )
+
+                try:
+                    await until(
+                        lambda: (
+                            sum(1 for t in runtime.registry if t.available)
+                            == args.bodies
+                            and all(
+                                runtime.souls.soul_of(t.terminal_id) is not None
+                                for t in runtime.registry
+                            )
+                        ),
+                        timeout=120,
+                    )
+                except TimeoutError:
+                    raise RuntimeError(f"bodies not ready: {status()}") from None
+                await hass.async_block_till_done()
+                await scenario.sample(args.warmup)
+                gc.collect()
+                with LoopMeter(profile=args.profile) as meter:
+                    results[str(args.bodies)] = await scenario.sample(args.rounds)
+                results["meter"] = meter
+                results["online"] = sum(1 for t in runtime.registry if t.available)
+            await run_blocking(hass, body.stop)
+            await run_blocking(hass, quiet.clear)
+    finally:
+        quiet.stop()
+        receiver.stop()
+        publisher.disconnect()
+        publisher.loop_stop()
+        broker.stop()
+    return results
+
+
+def cuts(samples: list[float]) -> tuple[float, float]:
+    """Return p50 and p99 of ``samples``."""
+    points = statistics.quantiles(samples, n=100, method="inclusive")
+    return points[49], points[98]
+
+
+def main() -> None:
+    """Measure and print every figure with its baseline; PASS or FAIL per goal."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--bodies", type=int, default=100)
+    parser.add_argument("--max-ratio", type=float, default=3.0)
+    parser.add_argument("--p99-growth", type=float, default=1.5)
+    parser.add_argument("--profile", action="store_true", help="cProfile the loop")
+    parser.add_argument("--profile-lines", type=int, default=40)
+    parser.add_argument("--check", action="store_true", help="exit 1 on a FAIL")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    results = asyncio.run(measure(args))
+
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    many = str(args.bodies)
+    print(
+        f"chat_path: '{COMMAND}' until the body receives intent_action, broker"
+        f" {results['broker']}, {args.rounds} samples each, taken in turns"
+    )
+    ok = True
+    for phase in ("1", many):
+        samples = results[phase]
+        rtt50 = cuts(samples["round_trip"])[0]
+        print(f"  {phase} bod{'y' if phase == '1' else 'ies'} online:")
+        rows = (
+            ("baseline: bare broker round trip", "round_trip"),
+            ("HA mqtt.async_publish → body", "ha_publish"),
+            ("POST /api/soul/v1/chat", "http"),
+            ("Assist turn (async_converse)", "assist"),
+        )
+        for label, key in rows:
+            p50, p99 = cuts(samples[key])
+            note = ""
+            if key in ("http", "assist"):
+                good = p50 <= args.max_ratio * rtt50
+                ok = ok and good
+                note = (
+                    f"   p50 {p50 / rtt50:5.1f}x baseline,"
+                    f" goal <= {args.max_ratio:g}x: {verdict(good)}"
+                )
+            elif key == "ha_publish":
+                note = f"   p50 {p50 / rtt50:5.1f}x baseline (no goal)"
+            print(f"    {label:<34}: p50 {p50:7.2f} ms   p99 {p99:7.2f} ms{note}")
+    for label, key in (("POST /api/soul/v1/chat", "http"), ("Assist turn", "assist")):
+        one99 = cuts(results["1"][key])[1]
+        many99 = cuts(results[many][key])[1]
+        base_growth = (
+            cuts(results[many]["round_trip"])[1] / cuts(results["1"]["round_trip"])[1]
+        )
+        good = many99 <= args.p99_growth * one99
+        ok = ok and good
+        print(
+            f"  {label + ' p99, ' + many + ' vs 1 bodies':<36}: {many99 / one99:5.2f}x"
+            f"   (baseline's p99 {base_growth:.2f}x)   goal <= {args.p99_growth:g}x:"
+            f" {verdict(good)}"
+        )
+    meter: LoopMeter = results["meter"]
+    print(
+        f"  loop during the {many}-body phase: {meter.count} callbacks,"
+        f" {meter.total:.2f} s busy; longest:"
+    )
+    for spent, what in meter.longest[:3]:
+        print(f"      {spent * 1000:7.1f} ms  {what}")
+    if args.profile:
+        print(meter.profile_text(args.profile_lines, "tottime"))
+        print(meter.profile_text(args.profile_lines, "cumulative"))
+    if args.check and not ok:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
