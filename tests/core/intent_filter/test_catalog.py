@@ -109,9 +109,7 @@ def test_hostile_patterns_are_bounded_and_reported() -> None:
     assert elapsed < 1.0
     # (On a busy machine the command's own 15 ms may run out too: that note
     # names no intent.)
-    reported = {
-        (w.get("intent_id"), w["pattern"]) for w in first["meta"]["warnings"]
-    }
+    reported = {(w.get("intent_id"), w["pattern"]) for w in first["meta"]["warnings"]}
     assert ("evil_any", "^(a|aa)+$") in reported
     # The rest of the catalog still works.
     light = [i for i in first["intents"] if i["intent_id"] == "light"]

@@ -17,7 +17,9 @@ from collections import deque
 from collections.abc import Callable, Mapping
 import contextlib
 import json
+import time
 from typing import Any
+import weakref
 
 from aiohttp import WSMessage, WSMsgType, web
 
@@ -146,9 +148,11 @@ async def pump(
     The connection gets a bounded send queue drained by a writer task; ``send``
     reports a full queue to the hub, which then cuts the slow client off. The
     hub's closes go out after the frames already queued; a client that does
-    not take the close frame within ``close_timeout`` is aborted. The reader
-    yields after every frame, so receivers' writers drain while a sender
-    bursts, and between the envelopes of a batch frame; frames over
+    not take the close frame within ``close_timeout`` is aborted. A frame is
+    written at once when nothing is being written to that client (no task
+    wake-up per frame). The reader takes the frames it has already read back
+    to back, as a plain relay does, but lets the loop run after
+    ``YIELD_AFTER`` of them, and between the envelopes of a batch frame; frames over
     ``untrusted.LOOP_JSON_BYTES`` are decoded in a thread. An identity the
     hub refuses gets a ``PERMISSION_DENIED`` error and 1008; a full hub,
     ``CONNECTION_FAILED`` and 1013 (try again later).
@@ -212,13 +216,9 @@ async def pump(
             # a slow consumer: close at once
             closing.append(loop.create_task(closer(code, reason)))
 
-    clock = loop.time
-    turned = True  # the loop has run since the reader's stretch began
-    stretch = 0.0  # when the reader's stretch of frames began
-
-    def turn() -> None:
-        nonlocal turned
-        turned = True
+    turns = _turns(loop)
+    seen = -1  # the loop turn of the reader's stretch of frames
+    stretch = 0.0  # when that stretch began
 
     try:
         connection = hub.connect(identity, send, close, principal=principal)
@@ -252,11 +252,10 @@ async def pump(
                     break
                 # Frames already read are taken back to back, as a plain relay
                 # does, for at most YIELD_AFTER; then the loop runs.
-                if turned:  # the loop ran since the last frame: a new stretch
-                    turned = False
-                    stretch = clock()
-                    loop.call_soon(turn)
-                elif clock() - stretch >= YIELD_AFTER:
+                if turns.count != seen:  # the loop ran: a new stretch
+                    seen = turns.arm()
+                    stretch = time.monotonic()
+                elif time.monotonic() - stretch >= YIELD_AFTER:
                     await asyncio.sleep(0)
             elif message.type in _PINGS:
                 await _pong(ws, message)
@@ -285,6 +284,42 @@ async def pump(
 
 
 _PINGS = (WSMsgType.PING, WSMsgType.PONG)
+
+
+class _Turns:
+    """Counts the event loop's turns, for readers to tell whether it has run.
+
+    ``arm`` returns the current count and makes sure it goes up on the loop's
+    next turn (one callback a turn, however many readers ask).
+    """
+
+    __slots__ = ("_armed", "_loop", "count")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._armed = False
+        self.count = 0
+
+    def arm(self) -> int:
+        if not self._armed:
+            self._armed = True
+            self._loop.call_soon(self._turned)
+        return self.count
+
+    def _turned(self) -> None:
+        self._armed = False
+        self.count += 1
+
+
+_LOOP_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _turns(loop: asyncio.AbstractEventLoop) -> _Turns:
+    if (turns := _LOOP_TURNS.get(loop)) is None:
+        turns = _LOOP_TURNS[loop] = _Turns(loop)
+    return turns
 
 
 async def _pong(ws: web.WebSocketResponse, message: WSMessage) -> None:

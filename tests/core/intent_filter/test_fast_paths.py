@@ -1,0 +1,278 @@
+"""The intent filter's fast paths give the answers of the plain ones; caches stay honest.
+
+No timing here: the figures are in ``benchmarks/intent_filter.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+import random
+import re
+from typing import Any
+
+import pytest
+import regex
+
+from benchmarks.intent_filter import big_catalog, body_catalogs
+from custom_components.soul.core import safe_regex
+from custom_components.soul.core.intent_filter import (
+    cached_catalog,
+    clear_compile_cache,
+    compile_catalog,
+    filter_intents,
+    lexicon,
+)
+from custom_components.soul.core.intent_filter.catalog import CACHE_SIZE, fold, fold_all
+from custom_components.soul.core.intent_filter.reading import Context
+from custom_components.soul.core.safe_regex import (
+    RegexBudgetError,
+    budget,
+    first_chars,
+    search,
+)
+
+EVAL = Path(__file__).resolve().parents[2] / "data" / "eval"
+COMMANDS = [
+    json.loads(line)["command"]
+    for line in (EVAL / "intents_dev.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
+DESK_ROBOT = json.loads((EVAL / "catalog_desk_robot.json").read_text(encoding="utf-8"))
+
+
+# -- first characters of untrusted patterns -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("(红色|红|绿)", {"红", "绿"}),
+        (r"([0-9]+(?:\.[0-9]+)?)\s*分钟", set("0123456789")),
+        ("^(a|aa)+$", {"a"}),
+        ("x*y?z", {"x", "y", "z"}),
+        ("(?:ab|)c", {"a", "c"}),
+        ("[a-c]d", {"a", "b", "c"}),
+        ("(?>ab)", {"a"}),
+        # Nothing is known: these run on every text, as before.
+        ("a*", None),  # matches the empty string
+        ("(?i)abc", None),
+        ("(?i:a)b", None),
+        ("[^a]", None),
+        (".b", None),
+        (r"\db", None),
+        ("(?=a)a", None),
+        (r"(a)\1", {"a"}),  # what follows the first character does not matter
+        ("a{e<=1}", None),  # fuzzy matching in regex, literal text in re
+        ("[[:alpha:]]", None),  # a POSIX class in regex
+        ("[\u0000-\uffff]", None),  # too many characters to list
+    ],
+)
+def test_first_chars(pattern: str, expected: set[str] | None) -> None:
+    found = first_chars(pattern)
+    assert (None if found is None else set(found)) == expected
+
+
+def _patterns(rng: random.Random, count: int) -> list[str]:
+    atoms = ["a", "b", "灯", "[ab]", "[a-c]", "[^a]", ".", r"\d", "^", "$", "(?=a)"]
+    atoms += [r"\b", "é", "{e<=1}", "(?i)a", r"\{"]
+
+    def make(depth: int) -> str:
+        roll = rng.random()
+        if depth > 3 or roll < 0.35:
+            text = rng.choice(atoms)
+        elif roll < 0.55:
+            text = "(" + make(depth + 1) + ")"
+        elif roll < 0.75:
+            branches = [make(depth + 1) for _ in range(rng.randint(1, 3))]
+            text = "(?:" + "|".join(branches) + ")"
+        else:
+            text = make(depth + 1) + make(depth + 1)
+        if rng.random() < 0.3:
+            text = "(?:" + text + ")" + rng.choice(["*", "+", "?", "{2}", "{0,2}"])
+        return text
+
+    return [make(0) for _ in range(count)]
+
+
+def test_a_skipped_search_could_not_have_matched() -> None:
+    rng = random.Random(7)  # noqa: S311 - reproducible test data
+    skipped = 0
+    for pattern in _patterns(rng, 1500):
+        try:
+            compiled = safe_regex.compile_untrusted(pattern)
+        except safe_regex.UnsafeRegexError:
+            continue
+        firsts = first_chars(pattern)
+        for _ in range(20):
+            text = "".join(
+                rng.choice("ab灯é{}xyz 019") for _ in range(rng.randint(0, 8))
+            )
+            if firsts is not None and firsts.isdisjoint(text):
+                skipped += 1
+                assert compiled.search(text) is None, (pattern, text)
+            assert (search(compiled, text) is None) == (compiled.search(text) is None)
+    assert skipped > 1000  # the check did run
+
+
+def test_a_skipped_search_still_honours_the_budget() -> None:
+    with budget(0.0), pytest.raises(RegexBudgetError):
+        search("(红色|红)", "no red here")
+
+
+def test_the_regex_timeout_still_applies_to_what_runs() -> None:
+    # The hostile pattern begins with "a": a text of a's still runs it, bounded.
+    with pytest.raises(safe_regex.RegexTimeoutError):
+        search("(a|aa)+$", "a" * 40 + "#", timeout=0.001)
+
+
+# -- marker lists as tries ---------------------------------------------------------------
+
+
+def _longest_first(words: list[str]) -> re.Pattern[str]:
+    """The marker pattern as it was: one alternation, longest words first."""
+    latin = [w for w in words if lexicon._LATIN_WORD.match(w.replace(" ", "_"))]
+    other = [w for w in words if w not in latin]
+    parts = []
+    if other:
+        parts.append("|".join(map(re.escape, sorted(other, key=len, reverse=True))))
+    if latin:
+        body = "|".join(
+            re.escape(w).replace(r"\ ", r"\s+")
+            for w in sorted(latin, key=len, reverse=True)
+        )
+        parts.append(rf"\b(?:{body})\b")
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+MARKERS = ["NEGATION", "POSITIVE_NEGATIONS", "POLITE_REQUEST", "QUESTION"]
+MARKERS += ["CONVERSATION", "OPINION", "DEGREE", "GREETING", "EXCLAMATION"]
+
+
+@pytest.mark.parametrize("name", MARKERS)
+def test_marker_tries_find_what_the_alternation_found(name: str) -> None:
+    pattern: re.Pattern[str] = getattr(lexicon, name)
+    words = _marker_words()[name]
+    reference = _longest_first(words)
+    rng = random.Random(name)  # noqa: S311 - reproducible test data
+    texts = list(COMMANDS)
+    for _ in range(3000):
+        pieces = [rng.choice([*words, " ", ",", "x", "灯", "S", "ſ"]) for _ in range(4)]
+        text = rng.choice(["", " "]).join(pieces)
+        texts.append(text.upper() if rng.random() < 0.3 else text)
+    for text in texts:
+        ours, theirs = pattern.search(text), reference.search(text)
+        assert (ours and ours.span()) == (theirs and theirs.span()), text
+
+
+def _marker_words() -> dict[str, list[str]]:
+    """Each marker list's words, read from the lexicon's source (``NAME = _alternation(…)``)."""
+    tree = ast.parse(Path(lexicon.__file__).read_text(encoding="utf-8"))
+    lists: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "_alternation"
+            and isinstance(target := node.targets[0], ast.Name)
+        ):
+            words = ast.literal_eval(node.value.args[0])
+            lists[target.id] = [w.replace("_", " ") for w in words.split()]
+    return lists
+
+
+def _vocabulary() -> list[str]:
+    """Every word of every marker list."""
+    return [w for words in _marker_words().values() for w in words]
+
+
+# -- folding a catalog at once ---------------------------------------------------------
+
+
+def test_folding_at_once_is_folding_one_by_one() -> None:
+    texts = {*COMMANDS, *_vocabulary(), "把燈打開", "鬧鐘", "TURN ON", "乾燥機", "後天"}
+    texts.add("一個半小時後叫我")
+    folder = fold_all(texts)
+    for text in texts:
+        assert folder(text) == fold(text)
+    assert folder("not given before") == fold("not given before")
+
+
+def test_a_catalog_compiles_as_before_with_traditional_keywords() -> None:
+    entries = [
+        {
+            "id": "lamp",
+            "match": {"keywords_any": ["開燈", "Lamp"], "examples": ["把燈打開"]},
+            "slots": [{"name": "mode", "value_map": {"開": "on", "關": "off"}}],
+        }
+    ]
+    catalog = compile_catalog(entries)
+    assert catalog.intents[0].keywords_any == ("開燈", "开灯", "lamp")
+    assert catalog.intents[0].slots[0].value_map == {"开": "on", "关": "off"}
+    response = filter_intents({"command": "開燈", "intent_catalog": entries})
+    assert response["decision"]["action"] == "execute_intents"
+
+
+# -- caches ------------------------------------------------------------------------------
+
+
+def test_ten_bodies_catalogs_stay_cached() -> None:
+    clear_compile_cache()
+    catalogs = body_catalogs(DESK_ROBOT, 10)
+    assert len({json.dumps(c, sort_keys=True) for c in catalogs}) == 10
+    assert CACHE_SIZE >= 10
+    compiled = [cached_catalog(c) for c in catalogs]
+    assert not any(cached for _, cached in compiled)
+    again = [cached_catalog(json.loads(json.dumps(c))) for c in catalogs]
+    assert all(cached for _, cached in again)
+    assert [a for a, _ in again] == [c for c, _ in compiled]
+    for body, catalog in enumerate(catalogs):
+        response = filter_intents({"command": "开灯", "intent_catalog": catalog})
+        assert response["meta"]["catalog_cached"]
+        prefix = f"body{body}." if body else ""
+        assert response["intents"][0]["intent_id"] == f"{prefix}intent_light_control"
+
+
+def test_the_big_catalog_compiles() -> None:
+    catalog = compile_catalog(big_catalog(salt="t"))
+    assert len(catalog.intents) == 256
+
+
+def test_an_alignment_is_not_kept_from_a_search_that_ran_out_of_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One command out of time must not leave the body without its alignment."""
+    entries: list[dict[str, Any]] = [
+        {
+            "id": "head",
+            "match": {"keywords_any": ["nod"]},
+            "slots": [{"name": "action", "required": True, "regex": "(点头|摇头)"}],
+        }
+    ]
+    clear_compile_cache()
+    catalog, _ = cached_catalog(entries)
+    real = Context.regex
+
+    def out_of_time(self: Context, *args: Any) -> Any:
+        self.incomplete += 1
+        return None
+
+    monkeypatch.setattr(Context, "regex", out_of_time)
+    first = filter_intents({"command": "nod", "intent_catalog": entries})
+    assert first["intents"][0]["missing_parameters"] == ["action"]
+    assert not catalog.alignments
+    monkeypatch.setattr(Context, "regex", real)
+    second = filter_intents({"command": "nod", "intent_catalog": entries})
+    assert second["intents"][0]["normalized"]["action"] == "点头"
+    assert catalog.alignments
+
+
+def test_regex_module_compiles_what_first_chars_reads() -> None:
+    """Every pattern of the desk robot gets its first characters (it is skipped often)."""
+    for intent in DESK_ROBOT:
+        for slot in intent.get("slots", []):
+            if "regex" in slot:
+                assert first_chars(slot["regex"]) is not None
+                assert regex.compile(slot["regex"], regex.VERSION0)

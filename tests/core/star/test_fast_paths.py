@@ -1,0 +1,214 @@
+"""The hub's fast paths give the answers of the slow ones; the transport writes in order.
+
+No timing here: the figures are in ``benchmarks/star_hub.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+
+from custom_components.soul.core.star import hub as hub_module, transport
+from custom_components.soul.core.star.hub import Identity, StarHub, valid_id
+from devtools.star_server import StarServer
+
+GOOD: dict[str, Any] = {
+    "type": "message",
+    "sender": {"id": "agent_1", "type": "agent"},
+    "recipient": {"id": "world_1", "type": "environment"},
+    "payload": {"type": "action", "action": "move"},
+    "timestamp": "2025-08-19T10:30:00Z",
+    "message_id": "msg_1",
+}
+
+
+def _with(**changes: Any) -> dict[str, Any]:
+    envelope = json.loads(json.dumps(GOOD))
+    for key, value in changes.items():
+        if value is _DROP:
+            envelope.pop(key)
+        else:
+            envelope[key] = value
+    return envelope
+
+
+_DROP = object()
+
+ENVELOPES: list[Any] = [
+    GOOD,
+    _with(recipient={"id": "*", "type": "agent"}),
+    _with(type="heartbeat"),
+    _with(type="error"),
+    _with(type="chat"),
+    _with(type=None),
+    _with(sender={"id": "agent_1"}),
+    _with(sender={"id": "agent_1", "type": "robot"}),
+    _with(sender={"id": "a", "type": "agent"}),
+    _with(sender={"id": 5, "type": "agent"}),
+    _with(sender=["agent_1", "agent"]),
+    _with(recipient={"id": "*", "type": "environment", "extra": 1}),
+    _with(recipient={"id": "bad id!", "type": "environment"}),
+    _with(recipient={"type": ["environment"], "id": "world_1"}),
+    _with(payload=_DROP),
+    _with(payload=None),
+    _with(timestamp=5),
+    _with(message_id=["msg"]),
+    _with(message_id=_DROP, timestamp=_DROP),
+    [GOOD],
+    "text",
+    None,
+    {},
+]
+
+
+@pytest.mark.parametrize("envelope", ENVELOPES)
+def test_the_quick_check_agrees_with_the_full_validation(envelope: Any) -> None:
+    code, problems = StarHub._validate(envelope)
+    if hub_module._well_formed(envelope):
+        assert problems == []
+    # The full validation runs whenever the quick one is not sure.
+    assert isinstance(code, str)
+
+
+def test_every_well_formed_envelope_of_the_list_is_recognised() -> None:
+    quick = [hub_module._well_formed(e) for e in ENVELOPES]
+    full = [not StarHub._validate(e)[1] for e in ENVELOPES]
+    assert quick == full
+
+
+@pytest.mark.parametrize(
+    "party",
+    [
+        {"id": "agent_1", "type": "agent"},
+        {"type": "agent", "id": "agent_1"},
+        {"id": "agent_1", "type": "agent", "name": "x"},
+        {"id": "agent_2", "type": "agent"},
+        {"id": "agent_1", "type": "environment"},
+        {"id": "agent_1"},
+        ["agent_1", "agent"],
+        None,
+    ],
+)
+def test_is_party_is_equality_with_as_party(party: Any) -> None:
+    identity = Identity("agent", "agent_1", "world_1")
+    assert identity.is_party(party) == (party == identity.as_party())
+
+
+def test_valid_ids_are_remembered_but_never_invalid_ones() -> None:
+    hub_module._VALID_IDS.clear()
+    assert valid_id("agent_42")
+    assert "agent_42" in hub_module._VALID_IDS
+    assert valid_id("agent_42")  # from the set
+    for bad in ("ab", "x" * 51, "bad id", "-lead", "*", "", None, 42, b"agent_1"):
+        assert not valid_id(bad)
+    assert {"agent_42"} == hub_module._VALID_IDS
+
+
+def test_the_remembered_ids_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hub_module, "_VALID_IDS_KEPT", 3)
+    hub_module._VALID_IDS.clear()
+    for n in range(10):
+        assert valid_id(f"agent_{n}")
+        assert len(hub_module._VALID_IDS) <= 3
+    assert valid_id("agent_0")
+
+
+@pytest.fixture
+async def server(socket_enabled: None) -> AsyncGenerator[StarServer]:
+    star = StarServer(tokens=None, hub=StarHub(rate=1e9, burst=10**6))
+    await star.start()
+    yield star
+    await star.close()
+
+
+def _message(sequence: int) -> str:
+    return json.dumps(
+        {
+            "type": "message",
+            "sender": {"id": "agent_1", "type": "agent"},
+            "recipient": {"id": "world_1", "type": "environment"},
+            "payload": {"type": "stream", "sequence": sequence},
+        }
+    )
+
+
+async def test_a_burst_arrives_whole_and_in_order(server: StarServer) -> None:
+    """Frames written at once and frames queued behind a busy write keep their order."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"{server.base_url}/env/world_1") as world,
+        session.ws_connect(f"{server.base_url}/env/world_1/agent/agent_1") as agent,
+    ):
+        assert (await world.receive_json(timeout=3))["type"] == "heartbeat"
+        assert (await agent.receive_json(timeout=3))["type"] == "heartbeat"
+        big = "x" * 100_000  # fills the socket buffers now and then: writes wait
+        for sequence in range(200):
+            frame = json.loads(_message(sequence))
+            frame["payload"]["data"] = big if sequence % 20 == 0 else ""
+            await agent.send_str(json.dumps(frame))
+        got = [
+            (await world.receive_json(timeout=5))["payload"]["sequence"]
+            for _ in range(200)
+        ]
+    assert got == list(range(200))
+    assert server.hub.stats.dropped_slow == 0
+
+
+async def test_the_loop_runs_during_a_long_stretch_of_frames(
+    server: StarServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no time allowed for a stretch, the reader lets the loop run after each frame."""
+    monkeypatch.setattr(transport, "YIELD_AFTER", 0.0)
+    turns = 0
+    seen: list[int] = []
+    receive = server.hub._envelope
+
+    def counting(*args: Any, **kwargs: Any) -> None:
+        seen.append(turns)
+        receive(*args, **kwargs)
+
+    monkeypatch.setattr(server.hub, "_envelope", counting)
+
+    async def ticker() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(ticker())
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(f"{server.base_url}/env/world_1") as world,
+            session.ws_connect(f"{server.base_url}/env/world_1/agent/agent_1") as agent,
+        ):
+            await world.receive_json(timeout=3)
+            await agent.receive_json(timeout=3)
+            # One write, many frames: the reader has them all at once.
+            agent._writer.transport.write(  # type: ignore[union-attr]
+                b"".join(_frame(_message(n)) for n in range(30))
+            )
+            for _ in range(30):
+                await world.receive_json(timeout=5)
+    finally:
+        ticking.cancel()
+    assert len(seen) == 30
+    # Two frames back to back at most, then the loop ran (the ticker moved).
+    assert all(b > a for a, b in zip(seen, seen[2:], strict=False))
+
+
+def _frame(text: str) -> bytes:
+    """A masked client text frame (RFC 6455), mask of zeros."""
+    data = text.encode()
+    assert len(data) < 65536
+    header = (
+        bytes([0x81, 0x80 | len(data)])
+        if len(data) < 126
+        else bytes([0x81, 0x80 | 126]) + len(data).to_bytes(2, "big")
+    )
+    return header + b"\0\0\0\0" + data
