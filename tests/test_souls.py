@@ -691,6 +691,12 @@ async def test_soul_select_binds_a_body(
     async_fire_mqtt_message(hass, f"soul/terminal/{T}/online", "offline")
     await hass.async_block_till_done()
     assert hass.states.get("select.terminal_001_soul").state == options[2]
+    # Binding another body leaves this select alone (no write at all): a start
+    # with many bodies would otherwise write every select once per body.
+    reported = hass.states.get("select.terminal_001_soul").last_reported
+    entry.runtime_data.souls.bind("terminal-002", bound)
+    await hass.async_block_till_done()
+    assert hass.states.get("select.terminal_001_soul").last_reported == reported
 
 
 async def test_reconfigure_keeps_the_owner(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from homeassistant.components.select import SelectEntity
 from homeassistant.const import EntityCategory
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import Unauthorized
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
@@ -65,13 +66,11 @@ class SkillSelect(SkillEntity, SelectEntity):
 
 def soul_labels(souls: list[Soul]) -> dict[str, str]:
     """Return option label → soul id; names shared by several souls get their id."""
-    names = [soul.name for soul in souls]
+    names = Counter(soul.name for soul in souls)
     return {
-        (
-            soul.name
-            if names.count(soul.name) == 1
-            else f"{soul.name} ({soul.soul_id})"
-        ): (soul.soul_id)
+        (soul.name if names[soul.name] == 1 else f"{soul.name} ({soul.soul_id})"): (
+            soul.soul_id
+        )
         for soul in souls
     }
 
@@ -85,6 +84,7 @@ class TerminalSoulSelect(TerminalEntity, SelectEntity):
     def __init__(self, entry: SoulConfigEntry, terminal: Terminal) -> None:
         """Create the soul select of ``terminal``."""
         super().__init__(entry, terminal, "soul")
+        self._written_for: tuple[int, str | None] | None = None
 
     @property
     def available(self) -> bool:
@@ -111,8 +111,22 @@ class TerminalSoulSelect(TerminalEntity, SelectEntity):
         """Follow the terminal, the souls and the bindings."""
         await super().async_added_to_hass()
         self.async_on_remove(
-            self.entry.runtime_data.souls.subscribe_bindings(self.async_write_ha_state)
+            self.entry.runtime_data.souls.subscribe_bindings(self._bindings_changed)
         )
+
+    @callback
+    def _bindings_changed(self) -> None:
+        """Write the state when this body's soul or the souls changed, not for others.
+
+        Every bind of any body tells every select: without this check, a
+        start with many bodies wrote every select once per body.
+        """
+        hub = self.entry.runtime_data.souls
+        bound = hub.soul_of(self.terminal_id)
+        key = (hub.souls_version, bound.soul_id if bound else None)
+        if key != self._written_for:
+            self._written_for = key
+            self.async_write_ha_state()
 
     async def async_select_option(self, option: str) -> None:
         """Bind the body to the chosen soul (administrators and automations only)."""

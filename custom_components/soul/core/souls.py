@@ -279,6 +279,9 @@ class SoulHub:
         self._last_hint_soul = float("-inf")
         self._listeners: list[Callable[[SoulEvent], None]] = []
         self._binding_listeners: list[Callable[[], None]] = []
+        # Grows whenever the set of souls (or a name) changes: a cheap "same
+        # souls as before?" for listeners told of every binding.
+        self.souls_version = 0
         self._last: dict[str, EmotionSnapshot] = {}
         # Terminal id → its emotion_update topic (the prefix never changes);
         # ids, timestamps → their JSON: what every tick would compute again.
@@ -340,13 +343,14 @@ class SoulHub:
                 else evolve(stored, soul.persona, now)
             )
         self._souls = fresh
-        self._call(self._binding_listeners)
+        self.souls_version += 1
         before = len(self._bindings)
         self._bindings = {t: s for t, s in self._bindings.items() if s in fresh}
         if len(self._bindings) != before:
             _LOGGER.info(
                 "Unbound %d terminals from removed souls", before - len(self._bindings)
             )
+        self._call(self._binding_listeners)
         self._on_dirty()
 
     @property
