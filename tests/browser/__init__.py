@@ -1,0 +1,1 @@
+"""Soul in a real browser: Chromium against a running Home Assistant."""

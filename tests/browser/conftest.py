@@ -50,10 +50,14 @@ except ImportError:  # pragma: no cover - scripts/setup installs it
     async_playwright = None  # type: ignore[assignment]
 
 
+def _chromium() -> str | None:
+    return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+
+
 def _skip_reason() -> str | None:
     if async_playwright is None:
         return "Playwright's Python package is missing (scripts/setup installs it)"
-    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+    if _chromium() is None:
         return f"no Chromium at {CHROMIUM}: apt-get install -y chromium"
     return None
 
@@ -113,13 +117,15 @@ def _run[T](coro: Coroutine[Any, Any, T]) -> T:
 
 
 async def _ws(url: str, token: str, commands: list[dict[str, Any]]) -> list[Any]:
-    from devtools.hostile.client import HAWebSocket  # noqa: PLC0415
+    from devtools.hostile.client import HAWebSocket
 
     async with aiohttp.ClientSession() as session:
         ws = await HAWebSocket.connect(session, url, token)
         try:
             return [
-                await ws.result(c["type"], **{k: v for k, v in c.items() if k != "type"})
+                await ws.result(
+                    c["type"], **{k: v for k, v in c.items() if k != "type"}
+                )
                 for c in commands
             ]
         finally:
@@ -158,7 +164,7 @@ def _stop(process: subprocess.Popen[bytes], signum: int, timeout: float) -> None
 
 def _prepare(ha: SoulHA, llm_url: str) -> None:
     """Soul's model is the fake LLM; create and bind the souls."""
-    from devtools.fake_llm import DEFAULT_MODEL  # noqa: PLC0415
+    from devtools.fake_llm import DEFAULT_MODEL
 
     flows = "/api/config/config_entries/flow"
 
@@ -205,7 +211,7 @@ def _prepare(ha: SoulHA, llm_url: str) -> None:
 
     def connected() -> Any:
         (answer,) = ha.ws("admin", {"type": "soul/bodies/list", "terminal_id": BODY})
-        return answer["bodies"] and answer["bodies"][0]["connected"] or None
+        return (answer["bodies"] and answer["bodies"][0]["connected"]) or None
 
     _until(f"{BODY} connected", connected, 120)
     # A new instance asks for its country (a repair): answer it.
@@ -233,7 +239,10 @@ def soul_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoulHA]:
     processes = []
     try:
         for name, command in (
-            ("llm", [sys.executable, "-m", "devtools.fake_llm", "--port", str(llm_port)]),
+            (
+                "llm",
+                [sys.executable, "-m", "devtools.fake_llm", "--port", str(llm_port)],
+            ),
             ("develop", [sys.executable, "-m", "devtools.develop"]),
         ):
             with (logs / f"{name}.log").open("wb") as out:
@@ -258,7 +267,7 @@ def soul_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoulHA]:
             return _answers(url) or None
 
         _until("Home Assistant", up, START_TIMEOUT)
-        from devtools.hostile.bootstrap import bootstrap, read_json  # noqa: PLC0415
+        from devtools.hostile.bootstrap import bootstrap, read_json
 
         tokens_file = base / "tokens.json"
         options = {"url": url, "bootstrap": tokens_file, "token": None}
@@ -292,15 +301,21 @@ async def page_as(
     marks the thread's event loop as running, which the test plugins' async
     fixtures cannot share).
     """
-    executable = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    executable = _chromium()
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
             executable_path=executable,
             args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
         )
 
-        async def open_page(role: str, *, dark: bool = False, narrow: bool = False) -> Page:
-            size = {"width": 390, "height": 844} if narrow else {"width": 1280, "height": 860}
+        async def open_page(
+            role: str, *, dark: bool = False, narrow: bool = False
+        ) -> Page:
+            size = (
+                {"width": 390, "height": 844}
+                if narrow
+                else {"width": 1280, "height": 860}
+            )
             context = await browser.new_context(
                 viewport=size,
                 color_scheme="dark" if dark else "light",
@@ -317,16 +332,31 @@ async def page_as(
                 "hassUrl": url,
                 "clientId": f"{url}/",
             }
-            storage = {"hassTokens": json.dumps(tokens), "dockedSidebar": json.dumps("docked")}
+            storage = {
+                "hassTokens": json.dumps(tokens),
+                "dockedSidebar": json.dumps("docked"),
+            }
             await context.add_init_script(
                 f"""if (location.origin === {json.dumps(url)})
                   for (const [k, v] of Object.entries({json.dumps(storage)})) localStorage.setItem(k, v);"""
             )
             page = await context.new_page()
             page.set_default_timeout(30_000)
+            page.on("pageerror", lambda error: errors.append(f"{error}\n{error.stack}"))
+            page.on(
+                "console",
+                lambda m: (
+                    m.type == "error"
+                    and "soul" in m.text.lower()
+                    and errors.append(m.text)
+                ),
+            )
             return page
 
+        errors: list[str] = []
         try:
             yield open_page
         finally:
             await browser.close()
+        # Soul's code threw nothing in the browser.
+        assert not [e for e in errors if "soul" in e.lower()], errors

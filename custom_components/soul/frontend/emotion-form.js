@@ -14,7 +14,8 @@ export function formLook(emotion) {
   const p = clamp(emotion?.p);
   const a = clamp(emotion?.a);
   const d = clamp(emotion?.d);
-  const hue = p < 0 ? 175 + -p * 45 : 175 - p * 135; // 220 blue … 175 teal … 40 amber
+  // 220 blue … 175 teal … 40 amber; the square root makes small moods visible.
+  const hue = p < 0 ? 175 + Math.sqrt(-p) * 45 : 175 - Math.sqrt(p) * 135;
   return {
     hue: Math.round(hue),
     saturation: Math.round(38 + ((a + 1) / 2) * 50),

@@ -53,7 +53,8 @@ const STYLE = `${BASE_CSS}
   .label { font-size: 0.8em; color: var(--secondary-text-color); text-transform: uppercase; letter-spacing: 0.04em; }
   .chips { display: flex; flex-wrap: wrap; gap: 6px; }
   .filters { display: flex; gap: 12px; flex-wrap: wrap; margin-bottom: 12px; align-items: end; }
-  label.field { display: flex; flex-direction: column; gap: 4px; font-size: 0.85em; color: var(--secondary-text-color); }
+  .field { display: flex; flex-direction: column; gap: 4px; }
+  .field label { font-size: 0.85em; color: var(--secondary-text-color); }
   select, input, textarea { background: var(--input-fill-color, var(--secondary-background-color)); border: 1px solid var(--divider-color);
     border-radius: 8px; padding: 8px; color: var(--primary-text-color); min-width: 140px; }
   ul.timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 12px; }
@@ -82,6 +83,7 @@ const STYLE = `${BASE_CSS}
     width: 96vw; background: var(--card-background-color, #fff); color: var(--primary-text-color); }
   dialog::backdrop { background: rgba(0, 0, 0, 0.45); }
   pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.8em; background: var(--secondary-background-color); padding: 8px; border-radius: 8px; }
+  .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
   .empty { padding: 24px; text-align: center; color: var(--secondary-text-color); }
 `;
 
@@ -399,10 +401,10 @@ class SoulPanel extends HTMLElement {
     const h = this._history;
     section.innerHTML = `<div class="card">
       <div class="filters">
-        <label class="field">${esc(this._t("soul"))}<select id="history-soul">${this._soulOptions(h.soul, false)}</select></label>
-        <label class="field">${esc(this._t("range"))}<select id="history-range">
+        <div class="field"><label for="history-soul">${esc(this._t("soul"))}</label><select id="history-soul">${this._soulOptions(h.soul, false)}</select></div>
+        <div class="field"><label for="history-range">${esc(this._t("range"))}</label><select id="history-range">
           <option value="hour" ${h.range === "hour" ? "selected" : ""}>${esc(this._t("last_hour"))}</option>
-          <option value="day" ${h.range === "day" ? "selected" : ""}>${esc(this._t("last_day"))}</option></select></label>
+          <option value="day" ${h.range === "day" ? "selected" : ""}>${esc(this._t("last_day"))}</option></select></div>
       </div>
       <div class="legend">${LINES.map(([, key, color]) => `<span><i style="background:${color}"></i>${esc(this._t(key))}</span>`).join("")}
         <span><i style="background:var(--secondary-text-color)"></i>${esc(this._t("user_turn"))}</span></div>
@@ -497,11 +499,11 @@ class SoulPanel extends HTMLElement {
         ${ordered.map((e) => this._eventHtml(e)).join("")}</li>`;
     });
     section.innerHTML = `<div class="filters" role="group" aria-label="Filters">
-        <label class="field">${esc(this._t("soul"))}<select id="filter-soul">${this._soulOptions(f.soul, true)}</select></label>
-        <label class="field">${esc(this._t("body"))}<select id="filter-body"><option value="">${esc(this._t("all"))}</option>
-          ${bodies.map((b) => `<option value="${esc(b)}" ${b === f.body ? "selected" : ""}>${esc(b)}</option>`).join("")}</select></label>
-        <label class="field">${esc(this._t("type"))}<select id="filter-type"><option value="">${esc(this._t("all"))}</option>
-          ${EVENT_TYPES.map((k) => `<option value="${k}" ${k === f.type ? "selected" : ""}>${esc(this._t(`type.${k}`))}</option>`).join("")}</select></label>
+        <div class="field"><label for="filter-soul">${esc(this._t("soul"))}</label><select id="filter-soul">${this._soulOptions(f.soul, true)}</select></div>
+        <div class="field"><label for="filter-body">${esc(this._t("body"))}</label><select id="filter-body"><option value="">${esc(this._t("all"))}</option>
+          ${bodies.map((b) => `<option value="${esc(b)}" ${b === f.body ? "selected" : ""}>${esc(b)}</option>`).join("")}</select></div>
+        <div class="field"><label for="filter-type">${esc(this._t("type"))}</label><select id="filter-type"><option value="">${esc(this._t("all"))}</option>
+          ${EVENT_TYPES.map((k) => `<option value="${k}" ${k === f.type ? "selected" : ""}>${esc(this._t(`type.${k}`))}</option>`).join("")}</select></div>
       </div>
       ${items.length ? `<ul class="timeline" aria-live="polite">${items.join("")}</ul>` : `<div class="empty">${esc(this._t("no_events"))}</div>`}`;
     for (const [id, key] of [["filter-soul", "soul"], ["filter-body", "body"], ["filter-type", "type"]]) {
@@ -631,12 +633,11 @@ class SoulPanel extends HTMLElement {
     section.innerHTML = `<div class="card">
       <p class="muted">${esc(this._t("talk_hint"))}</p>
       <div class="filters">
-        <label class="field">${esc(this._t("soul"))}<select id="talk-soul"></select></label>
-        <label class="field">${esc(this._t("body"))}<select id="talk-body"></select></label>
+        <div class="field"><label for="talk-soul">${esc(this._t("soul"))}</label><select id="talk-soul"></select></div>
+        <div class="field"><label for="talk-body">${esc(this._t("body"))}</label><select id="talk-body"></select></div>
       </div>
       <div class="log" role="log" aria-live="polite" aria-label="${esc(this._t("tab_talk"))}"></div>
-      <form class="compose"><label class="field" style="flex:1">${esc(this._t("message"))}
-        <textarea id="talk-text" rows="2" maxlength="4096" required></textarea></label>
+      <form class="compose"><div class="field" style="flex:1"><label for="talk-text">${esc(this._t("message"))}</label><textarea id="talk-text" rows="2" maxlength="4096" required></textarea></div>
         <button class="btn send" type="submit">${esc(this._t("send"))}</button></form></div>`;
     this._renderTalkSelectors();
     this._renderTalkLog();
@@ -684,7 +685,7 @@ class SoulPanel extends HTMLElement {
     const log = this._section("talk")?.querySelector(".log");
     if (!log) return;
     const items = this._talk.messages.map(
-      (m) => `<div class="bubble ${m.from}" data-from="${m.from}">${m.from === "user" ? `<span class="sr-only" hidden>${esc(this._t("you"))}: </span>` : ""}${esc(m.text)}</div>`,
+      (m) => `<div class="bubble ${m.from}" data-from="${m.from}"><span class="sr-only">${esc(m.from === "user" ? this._t("you") : m.from === "soul" ? m.name : this._t("error"))}: </span>${esc(m.text)}</div>`,
     );
     if (this._talk.busy) items.push(`<div class="bubble soul muted" role="status">${esc(this._t("sending"))}</div>`);
     log.innerHTML = items.join("");
@@ -704,9 +705,11 @@ class SoulPanel extends HTMLElement {
     if (talk.body) message.terminal_id = talk.body;
     try {
       const answer = await this._hass.connection.sendMessagePromise(message);
-      talk.messages.push({ from: "soul", text: answer.reply || "…", trace: answer.trace_id });
+      const name = this._souls.find((soul) => soul.soul_id === answer.soul_id)?.name || "";
+      const text = answer.reply || `… (${answer.intent_decision || ""})`;
+      talk.messages.push({ from: "soul", name, text, trace: answer.trace_id });
     } catch (err) {
-      talk.messages.push({ from: "error", text: `${this._t("error")}: ${err.message || err.code || err}` });
+      talk.messages.push({ from: "error", text: `${err.message || err.code || err}` });
     }
     talk.busy = false;
     this._renderTalkLog();
