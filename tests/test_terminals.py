@@ -121,12 +121,26 @@ async def test_device_and_entities(
         "select.terminal_001_soul",
     }
     assert hass.states.get(CONNECTIVITY).state == STATE_ON
-    assert hass.states.get("sensor.terminal_001_skill_version").state == "3"
-    assert hass.states.get("sensor.terminal_001_intent_catalog_version").state == "12"
+    # Versions and heartbeats are opt-in diagnostics (hundreds of bodies).
+    for opt_in in (
+        "sensor.terminal_001_skill_version",
+        "sensor.terminal_001_intent_catalog_version",
+        "sensor.terminal_001_last_heartbeat",
+    ):
+        entry = entity_registry.async_get(opt_in)
+        assert entry is not None
+        assert entry.disabled_by is er.RegistryEntryDisabler.INTEGRATION
+        assert hass.states.get(opt_in) is None
     select = hass.states.get("select.terminal_001_set_head_motion")
     assert select.attributes["options"] == ["点头", "摇头"]
     light = hass.states.get(LIGHT)
     assert light.attributes["supported_color_modes"] == ["hs"]
+
+
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
+async def test_version_sensors_once_enabled(hass: HomeAssistant, body: Body) -> None:
+    assert hass.states.get("sensor.terminal_001_skill_version").state == "3"
+    assert hass.states.get("sensor.terminal_001_intent_catalog_version").state == "12"
 
 
 async def test_light_reaches_the_body(hass: HomeAssistant, body: Body) -> None:
@@ -304,6 +318,7 @@ async def test_heartbeat_ttl_makes_entities_unavailable(
     assert hass.states.get(LIGHT).state != STATE_UNAVAILABLE
 
 
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
 async def test_new_snapshot_adds_and_removes_skill_entities(
     hass: HomeAssistant, body: Body, entity_registry: er.EntityRegistry
 ) -> None:
@@ -334,6 +349,7 @@ async def test_cleared_snapshot_removes_the_device(
     assert hass.states.get(LIGHT).state != STATE_UNAVAILABLE
 
 
+@pytest.mark.usefixtures("entity_registry_enabled_by_default")
 async def test_malformed_messages_do_not_break_anything(
     hass: HomeAssistant, body: Body, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -67,12 +67,16 @@ SENSORS: tuple[TerminalSensorDescription, ...] = (
         key="skill_version",
         translation_key="skill_version",
         entity_category=EntityCategory.DIAGNOSTIC,
+        # Versions are for debugging (diagnostics list them too): opt-in, so a
+        # home with hundreds of bodies does not carry two idle entities each.
+        entity_registry_enabled_default=False,
         value_fn=lambda t: t.skills.skill_version if t.skills else None,
     ),
     TerminalSensorDescription(
         key="catalog_version",
         translation_key="catalog_version",
         entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
         value_fn=lambda t: t.catalog.catalog_version if t.catalog else None,
     ),
     TerminalSensorDescription(
