@@ -219,6 +219,25 @@ async def test_no_action_and_no_model() -> None:
     assert "language model" in response["reply"]
 
 
+async def test_no_action_is_answered_in_words_by_a_model(
+    fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
+) -> None:
+    """§4.4.3: a feeling runs nothing, but the soul may answer it (情绪回应)."""
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    fake_llm.reply(
+        "抱抱你，我在这儿。",
+        tool_calls=[tool_call("control_light", {"mode": "on"})],  # ignored
+    )
+    response = await env.say("不要开灯")
+    assert response["intent_decision"] == "no_action"
+    assert response["reply"] == "抱抱你，我在这儿。"
+    assert response["executed_skills"] == []
+    (request,) = fake_llm.chat_requests
+    assert not request.get("tools")  # words only
+    assert not env.body.on("intent_action") and not env.body.on("invoke")
+
+
 async def test_llm_tool_call_round_trip(
     fake_llm: FakeOpenAI, llm: OpenAICompatibleLLM
 ) -> None:

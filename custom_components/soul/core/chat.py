@@ -445,6 +445,10 @@ class ChatPipeline:
         if action == "execute_intents" and response is not None:
             await self._execute(turn, response)
         elif action == "no_action":
+            # §4.4.3: a feeling or an exclamation, nothing to run; the soul may
+            # still answer in words (情绪回应) when it has a model.
+            if self.reasoner.model is not None:
+                await self.reasoner.reason(turn, act=False)
             turn.route = "no_action"
         else:
             await self.reasoner.reason(turn)

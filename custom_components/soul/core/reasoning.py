@@ -118,8 +118,13 @@ class Reasoner:
         # The endpoint refused the key: the glue starts Home Assistant's reauth.
         self._on_auth_failed = on_auth_failed
 
-    async def reason(self, turn: Turn) -> None:
-        """Let the model answer, acting through the turn's tools."""
+    async def reason(self, turn: Turn, *, act: bool = True) -> None:
+        """Let the model answer, acting through the turn's tools.
+
+        ``act=False`` (a feeling or an exclamation, §4.4.3 ``no_action``): the
+        model answers in words only — no tools, and a tool call it makes
+        anyway is ignored.
+        """
         turn.route = "llm"
         if self.model is None:
             turn.reply = phrase(turn.request.text, "no_model")
@@ -130,7 +135,7 @@ class Reasoner:
         turn.unreachable = False  # only an attempted action makes it so
         skills = (
             terminal.skills.skills
-            if turn.body_reachable and terminal is not None and terminal.skills
+            if act and turn.body_reachable and terminal is not None and terminal.skills
             else ()
         )
         tools = [
@@ -144,12 +149,14 @@ class Reasoner:
             }
             for s in skills
         ]
-        if self.memory is not None and self.memory.ready:
+        if act and self.memory is not None and self.memory.ready:
             tools.append(RECALL_SPEC)
-        if self.profiles is not None and turn.session.user_id:
+        if act and self.profiles is not None and turn.session.user_id:
             tools.append(UPDATE_PROFILE_SPEC)
-        turn.extra_tools = combine(
-            turn.extra_tools, self.soul_tools(turn.session.soul_id)
+        turn.extra_tools = (
+            combine(turn.extra_tools, self.soul_tools(turn.session.soul_id))
+            if act
+            else None
         )
         if turn.extra_tools is not None:
             names = {s.name for s in skills}
@@ -177,7 +184,7 @@ class Reasoner:
             turn.reply = said.reply
             turn.inner_voice = said.inner_voice or turn.inner_voice
             turn.driver_emotion = said.emotion or turn.driver_emotion
-            if not answer.tool_calls:
+            if not answer.tool_calls or not tools:
                 return None
             calls = answer.tool_calls[:MAX_TOOL_CALLS]
             if turn.transcript is not None:
