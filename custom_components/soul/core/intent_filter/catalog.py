@@ -160,6 +160,9 @@ def fold(text: str) -> str:
     return to_simplified(text.lower())
 
 
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+
+
 def fold_all(texts: Iterable[str]) -> Callable[[str], str]:
     """Return ``fold`` for many texts at once: one ``zhconv`` call for all of them.
 
@@ -169,7 +172,13 @@ def fold_all(texts: Iterable[str]) -> Callable[[str], str]:
     keyword or example holds, so each line of the joined text converts as it
     would alone; a line whose length changed is folded alone, as ``fold`` does.
     """
-    lowered = {text: text.lower() for text in texts if "\n" not in text}
+    # Lone surrogates cannot reach zhconv (UTF-8): such texts are left to
+    # ``fold`` after the catalog's own checks, which refuse them.
+    lowered = {
+        text: text.lower()
+        for text in texts
+        if "\n" not in text and not _SURROGATES.search(text)
+    }
     converted = zhconv("\n".join(lowered.values()), "zh-Hans").split("\n")
     known: dict[str, str] = {}
     if len(converted) == len(lowered):
