@@ -943,9 +943,11 @@ def test_a_trace_is_found_through_its_index(
     assert "USING INDEX events_trace" in plan
 
 
-def test_a_schema_1_journal_is_upgraded_in_place(tmp_path: Path) -> None:
+def test_a_schema_1_journal_is_upgraded_in_place(
+    tmp_path: Path, open_journal: Opener
+) -> None:
     path = tmp_path / "journal.db"
-    old = SqliteJournal.open(path)
+    old = open_journal(path)  # the clock at START: nothing is purged by age
     kept = event({"n": "old"})
     old.append(kept)
     assert old.flush()
@@ -957,12 +959,10 @@ def test_a_schema_1_journal_is_upgraded_in_place(tmp_path: Path) -> None:
     raw.execute("PRAGMA user_version = 1")
     raw.commit()
     raw.close()
-    upgraded = SqliteJournal.open(path)
-    try:
-        (found,) = upgraded.query(EventQuery(trace_id=kept.trace_id)).events
-        assert found["payload"] == {"n": "old"}
-    finally:
-        upgraded.close()
+    upgraded = open_journal(path)
+    (found,) = upgraded.query(EventQuery(trace_id=kept.trace_id)).events
+    assert found["payload"] == {"n": "old"}
+    upgraded.close()
     raw = sqlite3.connect(path)
     names = {
         row[0]
