@@ -785,7 +785,7 @@ def _json_text(value: object) -> str:
     if isinstance(value, Mapping) and not isinstance(value, dict):
         value = dict(value)
     try:
-        text = _ENCODER.encode(value)
+        text = _ENCODER.encode(value) if _C_ENCODE is None else _C_ENCODE(value)
     except (TypeError, ValueError, RecursionError):
         # Keys that are not strings, NaN, cycles, deep nesting: the slow path.
         text = _ENCODER.encode(_plain(value, 0))
@@ -837,6 +837,28 @@ def _safe_str(value: object) -> str:
 _ENCODER: Final = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_safe_str
 )
+# The C encoder _ENCODER uses, made once: ``JSONEncoder.encode`` builds it anew
+# for every call, which costs more than encoding an event's small dicts. No
+# circular check (``markers``): a cycle ends in RecursionError, and the slow
+# path (``_plain``) handles it as before.
+
+
+def _c_encoder() -> Callable[[object], str] | None:
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has it
+        return None
+    encode = make(
+        None, _safe_str, json.encoder.encode_basestring, None, ":", ",",
+        False, False, False,
+    )  # fmt: skip
+
+    def c_encode(value: object) -> str:
+        return "".join(encode(value, 0))
+
+    return c_encode
+
+
+_C_ENCODE: Final = _c_encoder()
 
 
 def stored_form(event: Event) -> dict[str, Any]:
