@@ -36,10 +36,8 @@ from collections.abc import Awaitable, Callable
 import gc
 import json
 import math
-from pathlib import Path
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -240,78 +238,44 @@ async def core_tick(
 async def loop_hold(souls: list[Soul], ticks: int) -> dict[str, Any]:
     """Return the loop's longest hold per tick, and the floor's, through HA's MQTT."""
     # Home Assistant and its test helpers load only here: part 1 needs neither.
-    from homeassistant.components import mqtt  # noqa: PLC0415
-    from homeassistant.components.mqtt.const import (  # noqa: PLC0415
-        CONFIG_ENTRY_MINOR_VERSION,
-        CONFIG_ENTRY_VERSION,
-    )
-    from homeassistant.setup import async_setup_component  # noqa: PLC0415
-    from pytest_homeassistant_custom_component.common import (  # noqa: PLC0415
-        MockConfigEntry,
-        async_test_home_assistant,
-    )
-
+    from benchmarks.ha_harness import home_assistant  # noqa: PLC0415
     from custom_components.soul.core.registry import TerminalRegistry  # noqa: PLC0415
     from custom_components.soul.mqtt_bridge import MqttBridge  # noqa: PLC0415
     from devtools.broker import MqttBroker  # noqa: PLC0415
 
     broker = MqttBroker().start()
     try:
-        with tempfile.TemporaryDirectory(prefix="soul-tick-bench-") as name:
-            (Path(name) / "configuration.yaml").touch()
-            async with async_test_home_assistant(config_dir=name) as hass:
-                assert await async_setup_component(hass, "homeassistant", {})
-                entry = MockConfigEntry(
-                    domain=mqtt.DOMAIN,
-                    data={mqtt.CONF_BROKER: broker.host, "port": broker.port},
-                    version=CONFIG_ENTRY_VERSION,
-                    minor_version=CONFIG_ENTRY_MINOR_VERSION,
-                )
-                entry.add_to_hass(hass)
-                assert await hass.config_entries.async_setup(entry.entry_id)
-                connected = asyncio.Event()
-                unsubscribe = mqtt.async_subscribe_connection_status(
-                    hass, lambda up: connected.set() if up else None
-                )
-                if mqtt.is_connected(hass):
-                    connected.set()
-                async with asyncio.timeout(20):
-                    await connected.wait()
-                unsubscribe()
-                topics = Topics("soul")
-                bridge = MqttBridge(hass, topics, TerminalRegistry())
-                clock = Clock()
-                hub = make_hub(souls, bridge.async_publish, clock)
-                texts = PlainSouls(souls, hub.dump()["states"]).tick(T0 + INTERVAL)
-                bodies = [body_of(i) for i in range(len(souls))]
+        async with home_assistant(broker) as hass:
+            topics = Topics("soul")
+            bridge = MqttBridge(hass, topics, TerminalRegistry())
+            clock = Clock()
+            hub = make_hub(souls, bridge.async_publish, clock)
+            texts = PlainSouls(souls, hub.dump()["states"]).tick(T0 + INTERVAL)
+            bodies = [body_of(i) for i in range(len(souls))]
 
-                async def glue_tick() -> None:
-                    # As souls.async_start_souls runs it: a background task.
-                    clock.now += INTERVAL
-                    await hass.async_create_background_task(
-                        hub.tick(), "soul emotion tick"
+            async def glue_tick() -> None:
+                # As souls.async_start_souls runs it: a background task.
+                clock.now += INTERVAL
+                await hass.async_create_background_task(hub.tick(), "soul emotion tick")
+
+            async def floor() -> None:
+                for body, text in zip(bodies, texts, strict=True):
+                    await bridge.async_publish(
+                        topics.topic(body, Kind.EMOTION_UPDATE), text, 1, False
                     )
 
-                async def floor() -> None:
-                    for body, text in zip(bodies, texts, strict=True):
-                        await bridge.async_publish(
-                            topics.topic(body, Kind.EMOTION_UPDATE), text, 1, False
-                        )
-
-                result: dict[str, Any] = {}
-                for label, scenario in (("tick", glue_tick), ("floor", floor)):
-                    holds, spans, collections = [], [], []
-                    for _ in range(ticks):
-                        gc.collect()
-                        started = time.perf_counter()
-                        async with Ticker() as ticker:
-                            await scenario()
-                        spans.append(time.perf_counter() - started)
-                        holds.append(ticker.worst)
-                        collections.append(ticker.gc_worst)
-                    result[label] = (holds, spans, collections)
-                await hass.config_entries.async_unload(entry.entry_id)
-                await hass.async_stop(force=True)
+            result: dict[str, Any] = {}
+            for label, scenario in (("tick", glue_tick), ("floor", floor)):
+                holds, spans, collections = [], [], []
+                for _ in range(ticks):
+                    gc.collect()
+                    started = time.perf_counter()
+                    async with Ticker() as ticker:
+                        await scenario()
+                    spans.append(time.perf_counter() - started)
+                    holds.append(ticker.worst)
+                    collections.append(ticker.gc_worst)
+                result[label] = (holds, spans, collections)
     finally:
         broker.stop()
     return result
