@@ -6,7 +6,7 @@
    from the first append to the end of the flush. The baseline, in the same
    run, on an identical table (the journal's own schema and pragmas: WAL,
    ``synchronous=FULL``, so a committed event survives a power cut) and with
-   the same encoding of each event (``journal._encode``): one INSERT and one
+   the same encoding of each event (``journal_codec.encode_row``): one INSERT and one
    COMMIT — one fsync — per event, the naive durable journal. Goal: at least
    20,000 events/s and 20x the baseline. A second baseline, for scale only,
    commits each event with ``synchronous=NORMAL`` (no fsync: a power cut may
@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from custom_components.soul.core.cognition import journal
+from custom_components.soul.core.cognition import journal, journal_codec, journal_sql
 from custom_components.soul.core.cognition.events import (
     Event,
     EventType,
@@ -119,9 +119,9 @@ def baseline_rate(directory: Path, events: list[Event], synchronous: str) -> flo
     try:
         start = time.perf_counter()
         for event in events:
-            row = journal._encode(event, time.time)  # noqa: SLF001 - same encoding
+            row = journal_codec.encode_row(event, time.time)  # the same encoding
             connection.execute("BEGIN IMMEDIATE")
-            connection.execute(journal._INSERT, row)  # noqa: SLF001
+            connection.execute(journal_sql.INSERT, row)
             connection.execute("COMMIT")
         elapsed = time.perf_counter() - start
     finally:

@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 
-from custom_components.soul.core.cognition import journal as journal_module
+from custom_components.soul.core.cognition import (
+    journal as journal_module,
+    journal_codec,
+    journal_sql,
+)
 from custom_components.soul.core.cognition.events import (
     MAX_QUERY_LIMIT,
     Event,
@@ -25,11 +29,7 @@ from custom_components.soul.core.cognition.events import (
     Source,
     new_trace_id,
 )
-from custom_components.soul.core.cognition.journal import (
-    JournalError,
-    SqliteJournal,
-    _select,
-)
+from custom_components.soul.core.cognition.journal import JournalError, SqliteJournal
 
 DAY = 86400.0
 START = 1_771_753_200.0
@@ -667,7 +667,7 @@ def test_cycles_depth_and_surrogates_do_not_stop_the_writer(
     assert journal.flush()
     latest = journal.query(EventQuery(limit=1)).events[0]
     assert latest["soul_id"] == "soul-\ufffd"
-    assert len(latest["session_id"]) == journal_module.MAX_ID_CHARS
+    assert len(latest["session_id"]) == journal_codec.MAX_ID_CHARS
     assert journal.stats()["dropped"] == 0
     assert journal.stats()["failed"] is False
 
@@ -693,7 +693,7 @@ def test_a_huge_payload_is_truncated(open_journal: Opener) -> None:
     compact = json.dumps(huge, ensure_ascii=False, separators=(",", ":"))
     assert payload["bytes"] == len(compact.encode())
     assert payload["preview"].startswith('{"text":"字字')
-    assert len(payload["preview"].encode()) <= journal_module.PREVIEW_BYTES
+    assert len(payload["preview"].encode()) <= journal_codec.PREVIEW_BYTES
     assert big["meta"]["psyche_state"]["truncated"] is True
 
 
@@ -798,13 +798,13 @@ def test_a_full_queue_drops_new_events(
 ) -> None:
     monkeypatch.setattr(journal_module, "MAX_QUEUED", 50)
     inserting = threading.Event()
-    real_insert = journal_module._insert
+    real_insert = journal_sql.insert
 
     def insert(connection: sqlite3.Connection, rows: list[Any]) -> None:
         inserting.set()
         real_insert(connection, rows)
 
-    monkeypatch.setattr(journal_module, "_insert", insert)
+    monkeypatch.setattr(journal_sql, "insert", insert)
     journal = open_journal()
     other = sqlite3.connect(tmp_path / "journal.db", isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")
@@ -935,7 +935,7 @@ def test_a_trace_is_found_through_its_index(
     other = wanted.trace_id[:8] + "0" * (len(wanted.trace_id) - 8)
     assert journal.query(EventQuery(trace_id=other)).events == []
     reader = sqlite3.connect(tmp_path / "journal.db")
-    sql, params = _select(EventQuery(trace_id=wanted.trace_id), 50)
+    sql, params = journal_sql.select_page(EventQuery(trace_id=wanted.trace_id), 50)
     plan = " ".join(
         row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {sql}", params)
     )

@@ -31,6 +31,7 @@ writer thread, and stop writing: every later event is dropped and counted in
 program (``database is locked``) is waited out for up to ``BUSY_BUDGET``
 seconds before it counts as a failure.
 
+Rows are made by ``journal_codec`` and SQLite is spoken by ``journal_sql``.
 Payloads are untrusted (docs/security.md): values JSON cannot hold are
 stored as their ``str``, keys as strings, lone UTF-16 surrogates as U+FFFD,
 non-finite numbers as strings, nesting deeper than 32 levels as a string,
@@ -42,42 +43,34 @@ later, in its own thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-import json
-import math
 import os
 from pathlib import Path
 import queue
-import re
 import sqlite3
 import threading
 import time
 from typing import Any, Final, Self
 
 from ..logs import trace_logger
-from .events import MAX_EVENT_ID, MAX_QUERY_LIMIT, Event, EventPage, EventQuery
+from . import journal_sql
+from .events import MAX_QUERY_LIMIT, Event, EventPage, EventQuery
+from .journal_codec import Row, encode_row, row_to_dict, stored_form
+from .journal_sql import JournalError
+
+__all__ = ["JournalError", "SqliteJournal", "stored_form"]
 
 _LOGGER = trace_logger(__name__)
 
-SCHEMA_VERSION: Final = 2
 # Events the writer takes into one transaction.
 BATCH_SIZE: Final = 1_000
 # Events waiting for the writer; beyond, ``append`` drops the new one.
 MAX_QUEUED: Final = 100_000
-# A payload or psyche state larger than this (UTF-8 JSON) is stored truncated.
-MAX_PAYLOAD_BYTES: Final = 64 * 1024
-PREVIEW_BYTES: Final = 1024
-# Text columns (ids, type, source) are cut to this many characters.
-MAX_ID_CHARS: Final = 256
-MAX_DEPTH: Final = 32
 # The writer purges by age every PURGE_EVERY_COMMITS commits or PURGE_EVERY
 # seconds of ``clock``, whichever comes first.
 PURGE_EVERY_COMMITS: Final = 1_000
 PURGE_EVERY: Final = 3600.0
-# Rows one DELETE removes when purging by age (short transactions).
-PURGE_CHUNK: Final = 5_000
 # How long a SQLite call waits for a lock held by someone else, and how long
 # the writer keeps retrying a locked database before it gives up.
 BUSY_TIMEOUT: Final = 1.0
@@ -85,52 +78,6 @@ OPEN_BUSY_TIMEOUT: Final = 5.0
 BUSY_BUDGET: Final = 60.0
 # How often the idle writer looks whether the interpreter is shutting down.
 IDLE_POLL: Final = 1.0
-# Up to this size ``open`` runs a full integrity_check, above a quick_check.
-FULL_CHECK_BYTES: Final = 8 * 1024 * 1024
-# After a checkpoint the WAL file is cut back to this size.
-WAL_SIZE_LIMIT: Final = 4 * 1024 * 1024
-
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    trace_id TEXT NOT NULL,
-    type TEXT NOT NULL,
-    source TEXT NOT NULL,
-    soul_id TEXT,
-    session_id TEXT,
-    terminal_id TEXT,
-    timestamp REAL NOT NULL,
-    payload TEXT NOT NULL,
-    psyche_state TEXT
-);
-CREATE INDEX IF NOT EXISTS events_soul_id ON events (soul_id, id);
-CREATE INDEX IF NOT EXISTS events_session_id ON events (session_id);
-CREATE INDEX IF NOT EXISTS events_trace ON events (substr(trace_id, 1, 8));
-CREATE INDEX IF NOT EXISTS events_type ON events (type);
-CREATE INDEX IF NOT EXISTS events_timestamp ON events (timestamp);
-"""
-_INSERT = (
-    "INSERT INTO events (trace_id, type, source, soul_id, session_id,"
-    " terminal_id, timestamp, payload, psyche_state)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_COLUMNS = (
-    "id, trace_id, type, source, soul_id, session_id, terminal_id, timestamp,"
-    " payload, psyche_state"
-)
-# More soul ids than this go to SQLite as one JSON array, not one parameter each.
-_INLINE_IDS = 64
-
-type _Row = tuple[
-    str, str, str, str | None, str | None, str | None, float, str, str | None
-]
-
-
-class JournalError(Exception):
-    """The journal cannot be used; ``str()`` says why and what to do."""
 
 
 @dataclass(slots=True)
@@ -235,12 +182,12 @@ class SqliteJournal:
                 isolation_level=None,
                 check_same_thread=False,
             )
-            oldest = _prepare(connection, db_path)
+            oldest = journal_sql.prepare(connection, db_path)
             connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
         except (sqlite3.Error, OSError) as err:
             if connection is not None:
                 connection.close()
-            raise JournalError(_describe_open_error(db_path, err)) from err
+            raise JournalError(journal_sql.describe_open_error(db_path, err)) from err
         except JournalError:
             if connection is not None:
                 connection.close()
@@ -289,7 +236,7 @@ class SqliteJournal:
             "failed": self._failed,
             "closed": self._closed,
             "last_error": self._last_error,
-            "bytes": _file_bytes(self.path),
+            "bytes": journal_sql.file_bytes(self.path),
             "oldest_timestamp": self._oldest,
         }
 
@@ -340,7 +287,7 @@ class SqliteJournal:
         ):
             return EventPage()
         limit = max(1, min(int(q.limit), MAX_QUERY_LIMIT))
-        sql, params = _select(q, limit)
+        sql, params = journal_sql.select_page(q, limit)
         try:
             reader = sqlite3.connect(
                 f"{self.path.resolve().as_uri()}?mode=ro",
@@ -354,7 +301,7 @@ class SqliteJournal:
         except sqlite3.Error as err:
             raise JournalError(f"Reading the event journal failed: {err}") from err
         more = len(rows) > limit
-        events = [_row_to_dict(row) for row in rows[:limit]]
+        events = [row_to_dict(row) for row in rows[:limit]]
         return EventPage(events=events, next=events[-1]["id"] if more else None)
 
     def close(self, timeout: float = 5.0) -> None:
@@ -408,7 +355,7 @@ class SqliteJournal:
 
     def _handle(self, connection: sqlite3.Connection, first: object) -> bool:
         """Write ``first`` and what else is waiting; return True on a stop."""
-        rows: list[_Row] = []
+        rows: list[Row] = []
         item: object = first
         while True:
             if isinstance(item, Event):
@@ -436,7 +383,7 @@ class SqliteJournal:
 
     def _drain(self, connection: sqlite3.Connection) -> None:
         """Write everything still queued (the last act of the writer)."""
-        rows: list[_Row] = []
+        rows: list[Row] = []
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -455,19 +402,19 @@ class SqliteJournal:
                 rows = []
         self._write(connection, rows)
 
-    def _row(self, event: Event) -> _Row | None:
+    def _row(self, event: Event) -> Row | None:
         """Return ``event`` as a row, or None (counted lost) when it cannot be."""
         if self._failed or self._abandon:
             self._lost += 1
             return None
         try:
-            return _encode(event, self._clock)
+            return encode_row(event, self._clock)
         except Exception:
             _LOGGER.exception("An event could not be stored in the journal")
             self._lost += 1
             return None
 
-    def _write(self, connection: sqlite3.Connection, rows: list[_Row]) -> None:
+    def _write(self, connection: sqlite3.Connection, rows: list[Row]) -> None:
         """Commit ``rows`` in one transaction; a failure stops the journal."""
         if not rows:
             return
@@ -475,7 +422,7 @@ class SqliteJournal:
             self._lost += len(rows)
             return
         try:
-            self._with_retry(lambda: _insert(connection, rows))
+            self._with_retry(lambda: journal_sql.insert(connection, rows))
         except sqlite3.Error as err:
             self._lost += len(rows)
             if not self._abandon:
@@ -485,7 +432,7 @@ class SqliteJournal:
         self._commits += 1
         if self._oldest is None:
             self._oldest = rows[0][6]
-        if _file_bytes(self.path) > self.max_bytes:
+        if journal_sql.file_bytes(self.path) > self.max_bytes:
             self._purge(connection)
         else:
             self._purge_if_due(connection)
@@ -509,7 +456,7 @@ class SqliteJournal:
             try:
                 return call()
             except sqlite3.OperationalError as err:
-                busy = getattr(err, "sqlite_errorcode", None) in _BUSY_CODES
+                busy = getattr(err, "sqlite_errorcode", None) in journal_sql.BUSY_CODES
                 if not busy or time.monotonic() >= deadline or self._abandon:
                     raise
                 time.sleep(0.05)
@@ -534,17 +481,19 @@ class SqliteJournal:
             return 0
         self._last_purge, self._purged_at = self._clock(), self._commits
         try:
-            deleted = _purge_age(connection, self._clock() - self.max_age_days * 86400)
+            deleted = journal_sql.purge_age(
+                connection, self._clock() - self.max_age_days * 86400
+            )
             if deleted:
-                _shrink(connection)
-            deleted += _purge_size(connection, self.path, self.max_bytes)
+                journal_sql.shrink(connection)
+            deleted += journal_sql.purge_size(connection, self.path, self.max_bytes)
             row = connection.execute(
                 "SELECT timestamp FROM events ORDER BY id LIMIT 1"
             ).fetchone()
         except sqlite3.Error as err:
             if connection.in_transaction:
                 connection.rollback()
-            if getattr(err, "sqlite_errorcode", None) in _BUSY_CODES:
+            if getattr(err, "sqlite_errorcode", None) in journal_sql.BUSY_CODES:
                 _LOGGER.debug("Event journal purge skipped: %s", err)
             else:
                 self._fail(err)
@@ -571,339 +520,3 @@ class SqliteJournal:
                 self._on_error(err)
             except Exception:
                 _LOGGER.exception("Error in the event journal's on_error callback")
-
-
-# -- SQLite helpers (the writer's connection unless said otherwise) ----------
-
-
-def _select(q: EventQuery, limit: int) -> tuple[str, list[Any]]:
-    """Return the SELECT of one page of ``q`` (``limit`` + 1 rows) and its parameters."""
-    where: list[str] = []
-    params: list[Any] = []
-    if q.soul_ids is not None:
-        ids = sorted(q.soul_ids)
-        if len(ids) <= _INLINE_IDS:
-            where.append(f"soul_id IN ({', '.join('?' * len(ids))})")
-            params.extend(ids)
-        else:
-            where.append("soul_id IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(ids))
-    if q.session_id is not None:
-        where.append("session_id = ?")
-        params.append(q.session_id)
-    if q.trace_id is not None:
-        # The index holds the first 8 characters: as selective for UUID4s,
-        # and a third of the cost of indexing whole random keys per event.
-        # "+trace_id": without it SQLite propagates the constant into the
-        # substr() and no longer sees the indexed expression.
-        where.append("substr(trace_id, 1, 8) = ? AND +trace_id = ?")
-        params.extend((q.trace_id[:8], q.trace_id))
-    if q.types is not None:
-        types = sorted(str(t) for t in q.types)
-        where.append(f"type IN ({', '.join('?' * len(types))})")
-        params.extend(types)
-    if q.since is not None:
-        where.append("timestamp >= ?")
-        params.append(float(q.since))
-    if q.until is not None:
-        where.append("timestamp <= ?")
-        params.append(float(q.until))
-    if q.before_id is not None and int(q.before_id) <= MAX_EVENT_ID:
-        # Beyond SQLite's INTEGER every id is before it (no OverflowError).
-        where.append("id < ?")
-        params.append(int(q.before_id))
-    sql = f"SELECT {_COLUMNS} FROM events"  # noqa: S608 - fixed fragments only
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY id DESC LIMIT ?"
-    params.append(limit + 1)
-    return sql, params
-
-
-def _prepare(connection: sqlite3.Connection, path: Path) -> float | None:
-    """Set the pragmas, create or check the schema; return the oldest timestamp."""
-    version = connection.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise JournalError(
-            f"The event journal {path} was written by a newer Soul (schema"
-            f" {version}, this one knows {SCHEMA_VERSION}); update Soul or move"
-            " the file away"
-        )
-    if connection.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
-        # Only takes effect on an empty file, or through a VACUUM.
-        connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        connection.execute("VACUUM")
-    mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise JournalError(
-            f"The event journal {path} cannot use WAL mode (got {mode});"
-            " is it on a network file system?"
-        )
-    connection.execute("PRAGMA synchronous = FULL")
-    connection.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
-    size = _file_bytes(path)
-    check = "integrity_check" if size <= FULL_CHECK_BYTES else "quick_check"
-    problems = [row[0] for row in connection.execute(f"PRAGMA {check}").fetchall()]
-    if problems != ["ok"]:
-        raise JournalError(
-            f"The event journal {path} is corrupt ({'; '.join(problems[:3])});"
-            " move it away and Soul starts a new one"
-        )
-    columns = {row[1] for row in connection.execute("PRAGMA table_info(events)")}
-    if columns and not {name.strip() for name in _COLUMNS.split(",")} <= columns:
-        raise JournalError(
-            f"{path} holds an 'events' table that is not Soul's event journal;"
-            " choose another file"
-        )
-    # Schema 1 indexed whole trace ids; 2 indexes their first 8 characters.
-    drop = "DROP INDEX IF EXISTS events_trace_id;" if version < 2 else ""
-    connection.executescript(f"BEGIN; {drop} {_SCHEMA} COMMIT;")
-    if version < SCHEMA_VERSION:
-        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    row = connection.execute(
-        "SELECT timestamp FROM events ORDER BY id LIMIT 1"
-    ).fetchone()
-    return float(row[0]) if row is not None else None
-
-
-def _describe_open_error(path: Path, err: Exception) -> str:
-    """Say what went wrong opening ``path`` and what to do about it."""
-    code = getattr(err, "sqlite_errorcode", None)
-    if code in _BUSY_CODES:
-        return (
-            f"The event journal {path} is locked by another program ({err});"
-            " close it or restart Home Assistant"
-        )
-    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
-        return (
-            f"The event journal {path} is not a SQLite database or is corrupt"
-            f" ({err}); move it away and Soul starts a new one"
-        )
-    return f"The event journal {path} cannot be opened: {err}"
-
-
-def _insert(connection: sqlite3.Connection, rows: list[_Row]) -> None:
-    """Insert ``rows`` in one transaction (rolled back on an error)."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        connection.executemany(_INSERT, rows)
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            connection.rollback()
-        raise
-
-
-def _purge_age(connection: sqlite3.Connection, cutoff: float) -> int:
-    """Delete events older than ``cutoff``, ``PURGE_CHUNK`` per transaction."""
-    deleted = 0
-    while True:
-        cursor = connection.execute(
-            "DELETE FROM events WHERE id IN"
-            " (SELECT id FROM events WHERE timestamp < ? LIMIT ?)",
-            (cutoff, PURGE_CHUNK),
-        )
-        deleted += cursor.rowcount
-        if cursor.rowcount < PURGE_CHUNK:
-            return deleted
-
-
-def _purge_size(connection: sqlite3.Connection, path: Path, max_bytes: int) -> int:
-    """Delete the oldest tenth of the events while the files exceed ``max_bytes``."""
-    deleted = 0
-    if _file_bytes(path) <= max_bytes:
-        return 0
-    if not _shrink(connection):
-        return 0
-    while _file_bytes(path) > max_bytes:
-        count = connection.execute("SELECT count(*) FROM events").fetchone()[0]
-        if not count:
-            break
-        cursor = connection.execute(
-            "DELETE FROM events WHERE id IN"
-            " (SELECT id FROM events ORDER BY id LIMIT ?)",
-            (max(1, count // 10),),
-        )
-        deleted += cursor.rowcount
-        if not _shrink(connection):
-            break  # a reader holds the WAL: deleting more would not help now
-    return deleted
-
-
-def _shrink(connection: sqlite3.Connection) -> bool:
-    """Give free pages back to the file system; False when a reader blocked it."""
-    connection.execute("PRAGMA incremental_vacuum").fetchall()
-    busy = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-    return not busy
-
-
-def _file_bytes(path: Path) -> int:
-    """Return the size of the database and its WAL (0 for missing files)."""
-    total = 0
-    for name in (path, path.with_name(path.name + "-wal")):
-        with contextlib.suppress(OSError):
-            total += name.stat().st_size
-    return total
-
-
-# -- encoding and decoding ----------------------------------------------------
-
-
-def _encode(event: Event, clock: Callable[[], float]) -> _Row:
-    """Return ``event`` as a row of storable text (writer thread)."""
-    try:
-        timestamp = float(event.timestamp)
-    except (TypeError, ValueError):
-        timestamp = clock()
-    if not math.isfinite(timestamp):
-        timestamp = clock()
-    return (
-        _id_text(event.trace_id) or "",
-        _id_text(event.type) or "",
-        _id_text(event.source) or "",
-        _id_text(event.soul_id),
-        _id_text(event.session_id),
-        _id_text(event.terminal_id),
-        timestamp,
-        _json_text(event.payload),
-        None if event.psyche_state is None else _json_text(event.psyche_state),
-    )
-
-
-def _id_text(value: object) -> str | None:
-    """Return an id column's text: a plain string, clean, at most ``MAX_ID_CHARS``."""
-    if value is None:
-        return None
-    text = value if type(value) is str else _safe_str(value)
-    if len(text) <= MAX_ID_CHARS and text.isascii():
-        return text
-    return _SURROGATE.sub("\ufffd", text[:MAX_ID_CHARS])
-
-
-def _json_text(value: object) -> str:
-    """Return ``value`` as JSON text fit for the database (see the module doc)."""
-    if isinstance(value, Mapping) and not isinstance(value, dict):
-        value = dict(value)
-    try:
-        text = _ENCODER.encode(value) if _C_ENCODE is None else _C_ENCODE(value)
-    except (TypeError, ValueError, RecursionError):
-        # Keys that are not strings, NaN, cycles, deep nesting: the slow path.
-        text = _ENCODER.encode(_plain(value, 0))
-    else:
-        if text.count("{") + text.count("[") > MAX_DEPTH:
-            # Possibly nested deeper than MAX_DEPTH (brackets inside strings
-            # count too): the slow path bounds the depth.
-            text = _ENCODER.encode(_plain(value, 0))
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:
-        text = _SURROGATE.sub("\ufffd", text)
-        data = text.encode()
-    if len(data) > MAX_PAYLOAD_BYTES:
-        preview = data[:PREVIEW_BYTES].decode(errors="ignore")
-        text = json.dumps(
-            {"truncated": True, "bytes": len(data), "preview": preview},
-            ensure_ascii=False,
-        )
-    return text
-
-
-def _plain(value: object, depth: int) -> Any:
-    """Return ``value`` as plain JSON data: str keys, finite numbers, bounded depth."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if depth >= MAX_DEPTH:
-        return _safe_str(value)[:PREVIEW_BYTES]
-    if isinstance(value, Mapping):
-        return {_safe_str(key): _plain(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item, depth + 1) for item in value]
-    return _safe_str(value)
-
-
-def _safe_str(value: object) -> str:
-    """Return ``str(value)``, or a placeholder when even that fails."""
-    if isinstance(value, str):
-        return value
-    try:
-        return str(value)
-    except Exception:  # noqa: BLE001 - a hostile __str__ must not stop the writer
-        return f"<unprintable {type(value).__name__}>"
-
-
-# One encoder for every payload (``json.dumps`` with options builds one a call).
-_ENCODER: Final = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_safe_str
-)
-# The C encoder _ENCODER uses, made once: ``JSONEncoder.encode`` builds it anew
-# for every call, which costs more than encoding an event's small dicts. No
-# circular check (``markers``): a cycle ends in RecursionError, and the slow
-# path (``_plain``) handles it as before.
-
-
-def _c_encoder() -> Callable[[object], str] | None:
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython has it
-        return None
-    encode = make(
-        None, _safe_str, json.encoder.encode_basestring, None, ":", ",",
-        False, False, False,
-    )  # fmt: skip
-
-    def c_encode(value: object) -> str:
-        return "".join(encode(value, 0))
-
-    return c_encode
-
-
-_C_ENCODE: Final = _c_encoder()
-
-
-def stored_form(event: Event) -> dict[str, Any]:
-    """Return ``event`` as a read of the journal gives it back, without an ``id``.
-
-    Cleaned as stored (module docstring): fit for any JSON encoder, for the
-    live stream of an event whose payload JSON cannot hold.
-    """
-    stored = _row_to_dict((None, *_encode(event, time.time)))
-    del stored["id"]
-    return stored
-
-
-def _decode(text: str | None) -> Any:
-    """Return stored JSON text as data (a damaged value as a preview)."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return {"undecodable": True, "preview": str(text)[:PREVIEW_BYTES]}
-
-
-def _row_to_dict(row: tuple[Any, ...]) -> dict[str, Any]:
-    """Return a stored row in ``Event.as_dict()``'s shape plus its ``id``."""
-    (
-        event_id,
-        trace_id,
-        type_,
-        source,
-        soul_id,
-        session_id,
-        terminal_id,
-        timestamp,
-        payload,
-        psyche_state,
-    ) = row
-    return {
-        "id": event_id,
-        "trace_id": trace_id,
-        "type": type_,
-        "source": source,
-        "payload": _decode(payload),
-        "meta": {"timestamp": timestamp, "psyche_state": _decode(psyche_state)},
-        "soul_id": soul_id,
-        "session_id": session_id,
-        "terminal_id": terminal_id,
-    }

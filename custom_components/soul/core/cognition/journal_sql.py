@@ -1,0 +1,234 @@
+"""The journal's SQLite side: schema, pragmas, the page query, inserts, purges.
+
+Functions of the writer's connection (``prepare``, ``insert``, the purges)
+and of a reader's (``select_page``); ``journal.SqliteJournal`` calls them.
+``prepare`` sets WAL mode, ``synchronous=FULL`` (every commit fsynced) and
+``auto_vacuum=INCREMENTAL``, checks the file and creates or upgrades the
+schema (1: a whole-``trace_id`` index; 2: its first 8 characters).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+import sqlite3
+from typing import Any, Final
+
+from .events import MAX_EVENT_ID, EventQuery
+from .journal_codec import Row
+
+SCHEMA_VERSION: Final = 2
+BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    soul_id TEXT,
+    session_id TEXT,
+    terminal_id TEXT,
+    timestamp REAL NOT NULL,
+    payload TEXT NOT NULL,
+    psyche_state TEXT
+);
+CREATE INDEX IF NOT EXISTS events_soul_id ON events (soul_id, id);
+CREATE INDEX IF NOT EXISTS events_session_id ON events (session_id);
+CREATE INDEX IF NOT EXISTS events_trace ON events (substr(trace_id, 1, 8));
+CREATE INDEX IF NOT EXISTS events_type ON events (type);
+CREATE INDEX IF NOT EXISTS events_timestamp ON events (timestamp);
+"""
+INSERT: Final = (
+    "INSERT INTO events (trace_id, type, source, soul_id, session_id,"
+    " terminal_id, timestamp, payload, psyche_state)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+COLUMNS: Final = (
+    "id, trace_id, type, source, soul_id, session_id, terminal_id, timestamp,"
+    " payload, psyche_state"
+)
+# More soul ids than this go to SQLite as one JSON array, not one parameter each.
+_INLINE_IDS = 64
+
+# Rows one DELETE removes when purging by age (short transactions).
+PURGE_CHUNK: Final = 5_000
+# Up to this size ``open`` runs a full integrity_check, above a quick_check.
+FULL_CHECK_BYTES: Final = 8 * 1024 * 1024
+# After a checkpoint the WAL file is cut back to this size.
+WAL_SIZE_LIMIT: Final = 4 * 1024 * 1024
+
+
+class JournalError(Exception):
+    """The journal cannot be used; ``str()`` says why and what to do."""
+
+
+def select_page(q: EventQuery, limit: int) -> tuple[str, list[Any]]:
+    """Return the SELECT of one page of ``q`` (``limit`` + 1 rows) and its parameters."""
+    where: list[str] = []
+    params: list[Any] = []
+    if q.soul_ids is not None:
+        ids = sorted(q.soul_ids)
+        if len(ids) <= _INLINE_IDS:
+            where.append(f"soul_id IN ({', '.join('?' * len(ids))})")
+            params.extend(ids)
+        else:
+            where.append("soul_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(ids))
+    if q.session_id is not None:
+        where.append("session_id = ?")
+        params.append(q.session_id)
+    if q.trace_id is not None:
+        # The index holds the first 8 characters: as selective for UUID4s,
+        # and a third of the cost of indexing whole random keys per event.
+        # "+trace_id": without it SQLite propagates the constant into the
+        # substr() and no longer sees the indexed expression.
+        where.append("substr(trace_id, 1, 8) = ? AND +trace_id = ?")
+        params.extend((q.trace_id[:8], q.trace_id))
+    if q.types is not None:
+        types = sorted(str(t) for t in q.types)
+        where.append(f"type IN ({', '.join('?' * len(types))})")
+        params.extend(types)
+    if q.since is not None:
+        where.append("timestamp >= ?")
+        params.append(float(q.since))
+    if q.until is not None:
+        where.append("timestamp <= ?")
+        params.append(float(q.until))
+    if q.before_id is not None and int(q.before_id) <= MAX_EVENT_ID:
+        # Beyond SQLite's INTEGER every id is before it (no OverflowError).
+        where.append("id < ?")
+        params.append(int(q.before_id))
+    sql = f"SELECT {COLUMNS} FROM events"  # noqa: S608 - fixed fragments only
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY id DESC LIMIT ?"
+    params.append(limit + 1)
+    return sql, params
+
+
+def prepare(connection: sqlite3.Connection, path: Path) -> float | None:
+    """Set the pragmas, create or check the schema; return the oldest timestamp."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise JournalError(
+            f"The event journal {path} was written by a newer Soul (schema"
+            f" {version}, this one knows {SCHEMA_VERSION}); update Soul or move"
+            " the file away"
+        )
+    if connection.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+        # Only takes effect on an empty file, or through a VACUUM.
+        connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        connection.execute("VACUUM")
+    mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise JournalError(
+            f"The event journal {path} cannot use WAL mode (got {mode});"
+            " is it on a network file system?"
+        )
+    connection.execute("PRAGMA synchronous = FULL")
+    connection.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+    size = file_bytes(path)
+    check = "integrity_check" if size <= FULL_CHECK_BYTES else "quick_check"
+    problems = [row[0] for row in connection.execute(f"PRAGMA {check}").fetchall()]
+    if problems != ["ok"]:
+        raise JournalError(
+            f"The event journal {path} is corrupt ({'; '.join(problems[:3])});"
+            " move it away and Soul starts a new one"
+        )
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(events)")}
+    if columns and not {name.strip() for name in COLUMNS.split(",")} <= columns:
+        raise JournalError(
+            f"{path} holds an 'events' table that is not Soul's event journal;"
+            " choose another file"
+        )
+    # Schema 1 indexed whole trace ids; 2 indexes their first 8 characters.
+    drop = "DROP INDEX IF EXISTS events_trace_id;" if version < 2 else ""
+    connection.executescript(f"BEGIN; {drop} {_SCHEMA} COMMIT;")
+    if version < SCHEMA_VERSION:
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    row = connection.execute(
+        "SELECT timestamp FROM events ORDER BY id LIMIT 1"
+    ).fetchone()
+    return float(row[0]) if row is not None else None
+
+
+def describe_open_error(path: Path, err: Exception) -> str:
+    """Say what went wrong opening ``path`` and what to do about it."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code in BUSY_CODES:
+        return (
+            f"The event journal {path} is locked by another program ({err});"
+            " close it or restart Home Assistant"
+        )
+    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return (
+            f"The event journal {path} is not a SQLite database or is corrupt"
+            f" ({err}); move it away and Soul starts a new one"
+        )
+    return f"The event journal {path} cannot be opened: {err}"
+
+
+def insert(connection: sqlite3.Connection, rows: list[Row]) -> None:
+    """Insert ``rows`` in one transaction (rolled back on an error)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.executemany(INSERT, rows)
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.rollback()
+        raise
+
+
+def purge_age(connection: sqlite3.Connection, cutoff: float) -> int:
+    """Delete events older than ``cutoff``, ``PURGE_CHUNK`` per transaction."""
+    deleted = 0
+    while True:
+        cursor = connection.execute(
+            "DELETE FROM events WHERE id IN"
+            " (SELECT id FROM events WHERE timestamp < ? LIMIT ?)",
+            (cutoff, PURGE_CHUNK),
+        )
+        deleted += cursor.rowcount
+        if cursor.rowcount < PURGE_CHUNK:
+            return deleted
+
+
+def purge_size(connection: sqlite3.Connection, path: Path, max_bytes: int) -> int:
+    """Delete the oldest tenth of the events while the files exceed ``max_bytes``."""
+    deleted = 0
+    if file_bytes(path) <= max_bytes:
+        return 0
+    if not shrink(connection):
+        return 0
+    while file_bytes(path) > max_bytes:
+        count = connection.execute("SELECT count(*) FROM events").fetchone()[0]
+        if not count:
+            break
+        cursor = connection.execute(
+            "DELETE FROM events WHERE id IN"
+            " (SELECT id FROM events ORDER BY id LIMIT ?)",
+            (max(1, count // 10),),
+        )
+        deleted += cursor.rowcount
+        if not shrink(connection):
+            break  # a reader holds the WAL: deleting more would not help now
+    return deleted
+
+
+def shrink(connection: sqlite3.Connection) -> bool:
+    """Give free pages back to the file system; False when a reader blocked it."""
+    connection.execute("PRAGMA incremental_vacuum").fetchall()
+    busy = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    return not busy
+
+
+def file_bytes(path: Path) -> int:
+    """Return the size of the database and its WAL (0 for missing files)."""
+    total = 0
+    for name in (path, path.with_name(path.name + "-wal")):
+        with contextlib.suppress(OSError):
+            total += name.stat().st_size
+    return total
