@@ -69,7 +69,7 @@ def _id_text(value: object) -> str | None:
 
 def _json_text(value: object) -> str:
     """Return ``value`` as JSON text fit for the database (see the module doc)."""
-    if isinstance(value, Mapping) and not isinstance(value, dict):
+    if type(value) is not dict and isinstance(value, Mapping):
         value = dict(value)
     try:
         text = _ENCODER.encode(value) if _C_ENCODE is None else _C_ENCODE(value)
@@ -81,6 +81,9 @@ def _json_text(value: object) -> str:
             # Possibly nested deeper than MAX_DEPTH (brackets inside strings
             # count too): the slow path bounds the depth.
             text = _ENCODER.encode(_plain(value, 0))
+    # ASCII (most psyche states): no surrogate, one byte a character.
+    if text.isascii() and len(text) <= MAX_PAYLOAD_BYTES:
+        return text
     try:
         data = text.encode()
     except UnicodeEncodeError:
