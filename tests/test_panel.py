@@ -325,3 +325,41 @@ def test_invoke_stats_and_decision_log_are_bounded() -> None:
     assert [d["trigger_intent_id"] for d in log.of("a")] == ["i2", "i1"]
     log.record("b", decisions[0])
     assert log.of("a") == []
+
+
+async def test_streams_end_when_soul_reloads(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_ws_client: WebSocketGenerator,
+) -> None:
+    """A reload gives Soul a new runtime: its streams say so and can start again."""
+    announce(hass)
+    await hass.async_block_till_done()
+    ws = await hass_ws_client(hass)
+    await ws.send_json({"id": 1, "type": "soul/souls/subscribe"})
+    assert (await ws.receive_json())["success"]
+    assert "souls" in (await ws.receive_json())["event"]
+    await ws.send_json({"id": 2, "type": "soul/events/subscribe"})
+    assert (await ws.receive_json())["success"]
+    # A third stream, unsubscribed before the reload, is not told anything.
+    await ws.send_json({"id": 3, "type": "soul/events/subscribe"})
+    assert (await ws.receive_json())["success"]
+    await ws.send_json({"id": 4, "type": "unsubscribe_events", "subscription": 3})
+    assert (await ws.receive_json())["success"]
+    old_events = init_integration.runtime_data.events
+    listening = old_events.listener_count
+    assert await hass.config_entries.async_reload(init_integration.entry_id)
+    await hass.async_block_till_done()
+    ended = {}
+    for _ in range(2):
+        message = await ws.receive_json()
+        ended[message["id"]] = message["event"]
+    assert ended == {1: {"ended": True}, 2: {"ended": True}}
+    assert old_events.listener_count < listening  # the old runtime is let go
+    # Subscribing again reaches the new runtime.
+    await ws.send_json({"id": 5, "type": "soul/souls/subscribe"})
+    assert (await ws.receive_json())["success"]
+    assert "souls" in (await ws.receive_json())["event"]
+    # The client's unsubscribe of an ended stream still answers.
+    await ws.send_json({"id": 6, "type": "unsubscribe_events", "subscription": 1})
+    assert (await ws.receive_json())["success"]

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 import time
-from typing import Any
+from typing import Any, Final
 
 from homeassistant.components import websocket_api
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
@@ -243,6 +243,7 @@ class _SoulStream:
         self.waiting: set[str] = set()
         self.timer: CALLBACK_TYPE | None = None
         self.stops: list[Callable[[], None]] = []
+        self.forget: Callable[[], None] = self.stop
 
     def start(self) -> None:
         runtime = self.entry.runtime_data
@@ -256,6 +257,11 @@ class _SoulStream:
     @callback
     def __call__(self) -> None:
         """Unsubscribe."""
+        self.forget()
+
+    @callback
+    def stop(self) -> None:
+        """Stop listening (idempotent)."""
         for stop in self.stops:
             stop()
         self.stops = []
@@ -339,6 +345,7 @@ def ws_subscribe_souls(
         )
         return
     stream = _SoulStream(hass, entry, connection, msg["id"])
+    stream.forget = _track(hass, entry, connection, msg["id"], stream.stop)
     connection.subscriptions[msg["id"]] = stream
     connection.send_result(msg["id"])
     stream.start()
@@ -502,6 +509,51 @@ async def ws_list_events(
     )
 
 
+# Streams of each loaded entry, ended (with an {"ended": true} event) when it
+# unloads: a reloaded Soul has a new runtime, and a stream of the old one
+# would go quiet without the page knowing it should subscribe again.
+_STREAMS: Final = f"{DOMAIN}_streams"
+
+
+def _track(
+    hass: HomeAssistant,
+    entry: SoulConfigEntry,
+    connection: websocket_api.ActiveConnection,
+    msg_id: int,
+    stop: Callable[[], None],
+) -> Callable[[], None]:
+    """Return ``stop`` that also forgets the stream; end it when ``entry`` unloads."""
+    streams: dict[str, set[Callable[[], None]]] = hass.data.setdefault(_STREAMS, {})
+    if entry.entry_id not in streams:
+        streams[entry.entry_id] = set()
+
+        @callback
+        def end_all() -> None:
+            for end in list(streams.pop(entry.entry_id, ())):
+                end()
+
+        entry.async_on_unload(end_all)
+    mine = streams[entry.entry_id]
+
+    @callback
+    def end() -> None:
+        stop()
+        connection.send_message(
+            websocket_api.messages.construct_event_message(
+                msg_id, json_bytes({"ended": True})
+            )
+        )
+
+    mine.add(end)
+
+    @callback
+    def unsubscribe() -> None:
+        mine.discard(end)
+        stop()
+
+    return unsubscribe
+
+
 class _Unsubscribe:
     """A stream's unsubscriber, told apart from the connection's other ones."""
 
@@ -563,6 +615,6 @@ def ws_subscribe_events(
         )
 
     connection.subscriptions[msg["id"]] = _Unsubscribe(
-        runtime.events.subscribe(forward)
+        _track(hass, entry, connection, msg["id"], runtime.events.subscribe(forward))
     )
     connection.send_result(msg["id"])

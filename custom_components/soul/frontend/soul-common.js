@@ -230,6 +230,9 @@ export function when(hass, seconds, withDate = false) {
  * known) and on every push; it returns the function that stops listening.
  */
 const stores = new WeakMap();
+// After Soul reloads ({"ended": true}), how soon and how often to subscribe again.
+export const RESUBSCRIBE_MS = 2000;
+const RESUBSCRIBE_TRIES = 15;
 
 export function watchSouls(hass, listener) {
   const connection = hass.connection;
@@ -238,6 +241,13 @@ export function watchSouls(hass, listener) {
     store = { souls: new Map(), order: [], listeners: new Set(), ready: false, error: null, unsub: null, stopTimer: null };
     stores.set(connection, store);
     const apply = (message) => {
+      if (message.ended) {
+        // Soul was reloaded: its new runtime streams from a new subscription.
+        const old = store.unsub;
+        old.then((unsub) => unsub && unsub()).catch(() => {});
+        setTimeout(subscribe, RESUBSCRIBE_MS);
+        return;
+      }
       if (message.souls) {
         store.souls = new Map(message.souls.map((s) => [s.soul_id, s]));
         store.order = message.souls.map((s) => s.soul_id);
@@ -250,14 +260,28 @@ export function watchSouls(hass, listener) {
       const list = store.order.map((id) => store.souls.get(id)).filter(Boolean);
       store.listeners.forEach((l) => l(list, null, message.soul || null));
     };
-    store.unsub = connection
-      .subscribeMessage(apply, { type: "soul/souls/subscribe" })
-      .catch((err) => {
-        store.error = err;
-        store.listeners.forEach((l) => l([], err, null));
-        stores.delete(connection);
-        return null;
-      });
+    let attempts = 0;
+    const subscribe = () => {
+      if (stores.get(connection) !== store) return; // nobody watches any more
+      store.unsub = connection
+        .subscribeMessage(apply, { type: "soul/souls/subscribe" })
+        .then((unsub) => {
+          attempts = 0;
+          return unsub;
+        })
+        .catch((err) => {
+          // Soul is reloading (not_ready): try again a few times, then say so.
+          if (err && err.code === "not_ready" && store.ready && attempts++ < RESUBSCRIBE_TRIES) {
+            setTimeout(subscribe, RESUBSCRIBE_MS);
+            return null;
+          }
+          store.error = err;
+          store.listeners.forEach((l) => l([], err, null));
+          stores.delete(connection);
+          return null;
+        });
+    };
+    subscribe();
   }
   if (store.stopTimer) {
     clearTimeout(store.stopTimer);

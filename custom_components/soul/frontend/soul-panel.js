@@ -7,7 +7,7 @@
 // WebSocket commands, scoped to the signed-in user; nothing polls.
 
 import "./emotion-form.js";
-import { BASE_CSS, esc, gaugeHtml, num, t, watchSouls, when } from "./soul-common.js";
+import { BASE_CSS, RESUBSCRIBE_MS, esc, gaugeHtml, num, t, watchSouls, when } from "./soul-common.js";
 
 const TABS = ["souls", "history", "timeline", "bodies", "talk"];
 const EVENT_TYPES = ["user_input", "psyche_update", "driver_response", "navigator_suggestion", "system_notification"];
@@ -242,10 +242,38 @@ class SoulPanel extends HTMLElement {
         if (this._tab === "timeline") this._renderTimeline();
       })
       .catch(() => {});
-    const subscribed = connection
-      .subscribeMessage((message) => this._onEvent(message.event), { type: "soul/events/subscribe" })
-      .catch(() => null);
-    this._stops.push(() => subscribed.then((unsub) => unsub && unsub()).catch(() => {}));
+    let subscribed = null;
+    let stopped = false;
+    let tries = 0;
+    const subscribe = () => {
+      if (stopped) return;
+      subscribed = connection
+        .subscribeMessage(
+          (message) => {
+            if (message.ended) {
+              // Soul was reloaded: stream from its new runtime.
+              subscribed.then((unsub) => unsub && unsub()).catch(() => {});
+              setTimeout(subscribe, RESUBSCRIBE_MS);
+              return;
+            }
+            this._onEvent(message.event);
+          },
+          { type: "soul/events/subscribe" },
+        )
+        .then((unsub) => {
+          tries = 0;
+          return unsub;
+        })
+        .catch((err) => {
+          if (err && err.code === "not_ready" && tries++ < 15) setTimeout(subscribe, RESUBSCRIBE_MS);
+          return null;
+        });
+    };
+    subscribe();
+    this._stops.push(() => {
+      stopped = true;
+      if (subscribed) subscribed.then((unsub) => unsub && unsub()).catch(() => {});
+    });
   }
 
   _onEvent(event) {
