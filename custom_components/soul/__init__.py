@@ -36,7 +36,8 @@ from .souls import async_start_souls, async_sync_souls
 from .star import async_register_star_views, async_start_star
 from .storage import DebouncedStore
 from .views import async_register_views
-from .websocket_api import async_register_commands, async_watch_entry
+from .websocket_api import async_register_commands
+from .websocket_panel import async_register_panel_commands, async_watch_entry
 
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
@@ -63,6 +64,7 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     async_register_views(hass)
     async_register_star_views(hass)
     async_register_commands(hass)
+    async_register_panel_commands(hass)
     return True
 
 
