@@ -160,9 +160,6 @@ def fold(text: str) -> str:
     return to_simplified(text.lower())
 
 
-_SURROGATES = re.compile(r"[\ud800-\udfff]")
-
-
 def fold_all(texts: Iterable[str]) -> Callable[[str], str]:
     """Return ``fold`` for many texts at once: one ``zhconv`` call for all of them.
 
@@ -172,13 +169,7 @@ def fold_all(texts: Iterable[str]) -> Callable[[str], str]:
     keyword or example holds, so each line of the joined text converts as it
     would alone; a line whose length changed is folded alone, as ``fold`` does.
     """
-    # Lone surrogates cannot reach zhconv (UTF-8): such texts are left to
-    # ``fold`` after the catalog's own checks, which refuse them.
-    lowered = {
-        text: text.lower()
-        for text in texts
-        if "\n" not in text and not _SURROGATES.search(text)
-    }
+    lowered = {text: text.lower() for text in texts if "\n" not in text}
     converted = zhconv("\n".join(lowered.values()), "zh-Hans").split("\n")
     known: dict[str, str] = {}
     if len(converted) == len(lowered):
@@ -456,7 +447,9 @@ def _intent(
 def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
     """Return the keywords, examples and value-map keys ``_intent`` will fold.
 
-    Read before validation, so bounded as validation bounds them.
+    Read before validation, so bounded as validation bounds them: only text
+    ``_strings`` would accept (``is_text``: no control character, no lone
+    surrogate, which zhconv cannot take); anything else is refused later.
     """
     texts: set[str] = set()
     for raw in entries:
@@ -468,13 +461,15 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
                     texts.update(
                         item.strip()
                         for item in items[: MAX_LIST_ITEMS + 1]
-                        if isinstance(item, str) and len(item) <= MAX_EXAMPLE_LENGTH
+                        if is_text(item, MAX_EXAMPLE_LENGTH)
                     )
         slots = raw.get("slots") if isinstance(raw, Mapping) else None
         for slot in slots[: MAX_SLOTS + 1] if isinstance(slots, list) else ():
             value_map = slot.get("value_map") if isinstance(slot, Mapping) else None
             if isinstance(value_map, Mapping) and len(value_map) <= MAX_LIST_ITEMS:
-                texts.update(str(key) for key in value_map)
+                texts.update(
+                    key for key in value_map if is_text(key, MAX_EXAMPLE_LENGTH)
+                )
     return texts
 
 
