@@ -92,7 +92,6 @@ class McpConnection:
         self._session: ClientSession | None = None
         self._stop = asyncio.Event()
         self._ended: asyncio.Event | None = None
-        self._refresh: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -200,7 +199,7 @@ class McpConnection:
     async def _serve(self, read: Any, write: Any) -> None:
         """Run the session until stopped or the connection ends."""
         ended = self._ended = asyncio.Event()
-        refresh = self._refresh = asyncio.Event()
+        refresh = asyncio.Event()
         forward_send, forward_receive = anyio.create_memory_object_stream[Any](0)
 
         async def pump() -> None:
@@ -305,8 +304,8 @@ class McpConnection:
     def _set(self, status: str, error: str | None) -> None:
         changed = (status, error) != (self.status, self.error)
         self.status, self.error = status, error
-        if status != CONNECTED:
-            self.tools = [] if status in (FAILED, STOPPED) else self.tools
+        if status in (FAILED, STOPPED):
+            self.tools = []
         if changed:
             self._on_change(self)
 
