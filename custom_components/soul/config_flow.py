@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-import json
 from typing import Any
 
 from homeassistant.components import mqtt
@@ -90,7 +89,7 @@ from .const import (
 from .core import untrusted
 from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
 from .core.llm import LLMAuthError, LLMConnectionError
-from .core.mcp.config import McpConfigError, dump_config, parse_config
+from .core.mcp.config import McpConfigError, config_data, dump_config, parse_config
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .mcp_servers import mcp_servers
 from .models import SoulConfigEntry
@@ -293,7 +292,7 @@ def _validate_mcp(
         placeholders["mcp_field"] = err.field
         placeholders["mcp_error"] = err.message
         return None
-    return json.loads(dump_config(servers)) if servers else None
+    return config_data(servers) if servers else None
 
 
 def _validate_options(

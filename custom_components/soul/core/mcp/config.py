@@ -232,6 +232,11 @@ def _redact_url(url: str) -> str:
 
 def dump_config(servers: Mapping[str, ServerConfig]) -> str:
     """Return servers as the ``mcpServers`` JSON text (for the options form)."""
+    return json.dumps(config_data(servers), ensure_ascii=False, indent=2)
+
+
+def config_data(servers: Mapping[str, ServerConfig]) -> dict[str, Any]:
+    """Return servers as the ``{"mcpServers": …}`` data ``parse_config`` reads."""
     out: dict[str, Any] = {}
     for name, server in servers.items():
         if server.transport == "stdio":
@@ -250,4 +255,4 @@ def dump_config(servers: Mapping[str, ServerConfig]) -> str:
             if server.headers:
                 entry["headers"] = dict(server.headers)
         out[name] = entry
-    return json.dumps({"mcpServers": out}, ensure_ascii=False, indent=2)
+    return {"mcpServers": out}
