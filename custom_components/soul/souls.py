@@ -169,17 +169,18 @@ def async_start_souls(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     runtime = entry.runtime_data
     hub = runtime.souls
 
-    running: list[asyncio.Task[Any]] = []
+    running: asyncio.Task[None] | None = None
 
     @callback
     def tick(_now: Any) -> None:
+        nonlocal running
         # A tick still publishing (a slow broker) is not overlapped: skip this one.
-        if running and not running[0].done():
+        if running is not None and not running.done():
             LOGGER.debug("The previous emotion tick is still running; skipped one")
             return
-        running[:] = [
-            entry.async_create_background_task(hass, hub.tick(), "soul emotion tick")
-        ]
+        running = entry.async_create_background_task(
+            hass, hub.tick(), "soul emotion tick"
+        )
 
     entry.async_on_unload(
         async_track_time_interval(
