@@ -7,8 +7,8 @@ tool call is validated and run (a skill as ``invoke``); the round that chose
 the skills gives the reply, and the results go to the response, the session
 and the transcript. A second call follows a tool whose answer the model must
 read (``recall_memory``, an extra or MCP tool) only, or every round with
-``follow_up`` (at most ``max_rounds`` calls). Without a model, or when it fails, the reply says
-so in character (``chat_phrases``); nothing raises.
+``follow_up`` (at most ``max_rounds`` calls). Without a model, or when it
+fails, the reply says so in character (``chat_phrases``); nothing raises.
 
 Image inputs with a URL are attached to the user's message as image parts
 until the endpoint refuses them once (HTTP 400/422): from then on they are
@@ -158,11 +158,17 @@ class Reasoner:
             if act
             else None
         )
+        # The model reads what memory and the other tools (Assist's, MCP
+        # servers') answered; a body's skill acts, and is only read with
+        # follow-up rounds on.
+        informed = {RECALL_TOOL}
         if turn.extra_tools is not None:
             names = {s.name for s in skills}
-            tools += [
+            extra = [
                 t for t in turn.extra_tools.specs if t["function"]["name"] not in names
             ]
+            tools += extra
+            informed.update(t["function"]["name"] for t in extra)
         turn.suggestion = self.suggestion(turn.session.soul_id)
         rounds = self.max_rounds if self.follow_up else 2
         messages: list[dict[str, Any]] = []
@@ -220,14 +226,6 @@ class Reasoner:
                     turn.session.context.append(result_note(call.name, result))
                     if not result.get("ok"):
                         failed.append(call.name)
-            # The model reads what memory and the other tools (Assist's, MCP
-            # servers') answered; a body's skill acts, and is only read with
-            # follow-up rounds on.
-            informed = {RECALL_TOOL} | (
-                {t["function"]["name"] for t in turn.extra_tools.specs}
-                if turn.extra_tools is not None
-                else set()
-            )
             reads = any(c.name in informed for c in calls)
             if (self.follow_up or reads) and round_no < rounds - 1:
                 continue
