@@ -208,7 +208,7 @@ def _tick_updates(
 ) -> list[tuple[dict[str, Any], str]]:
     """Return a tick's ``emotion_update`` to each terminal, with its JSON text.
 
-    Each payload is ``protocol.emotion_update_payload``'s; each text is
+    Each payload is ``protocol.emotion_update_payload``; each text is
     ``json.dumps(payload, ensure_ascii=False)`` byte for byte, written from a
     template (``tests/core/test_souls.py`` compares the two) since a tick
     serialises one per online body every few seconds. ``as_json`` returns a
@@ -219,16 +219,16 @@ def _tick_updates(
     probability = snapshot.exec_probability
     mode = snapshot.exec_mode.value
     payloads = [
-        {
-            "session_id": SYSTEM_DECAY_TICK,
-            "terminal_id": terminal_id,
-            "soul_id": soul_id,
-            "user_emotion": dict(NEUTRAL_USER_EMOTION),
-            "soul_emotion": {"p": p, "a": a, "d": d},
-            "exec_probability": probability,
-            "exec_mode": mode,
-            "ts": ts,
-        }
+        emotion_update_payload(
+            session_id=SYSTEM_DECAY_TICK,
+            terminal_id=terminal_id,
+            soul_id=soul_id,
+            user_emotion=NEUTRAL_USER_EMOTION,
+            soul_emotion={"p": p, "a": a, "d": d},
+            exec_probability=probability,
+            exec_mode=mode,
+            ts=ts,
+        )
         for terminal_id in terminals
     ]
     if not math.isfinite(p + a + d + probability):  # json writes NaN, Infinity
