@@ -266,81 +266,101 @@ class ChatPipeline:
             request.terminal_id or None,
         )
         with traced(trace.trace_id):
-            before = self._souls.snapshot(soul.soul_id)
-            trace.user_input(
-                request.text,
-                channel=channel,
-                user_id=request.user_id,
-                inputs=[str(item.get("type")) for item in request.context],
-                snapshot=before,
-            )
-            try:
-                user_emotion, snapshot = await self._souls.user_turn(
-                    request.terminal_id,
-                    request.text,
-                    request.session_id,
-                    soul_id=soul.soul_id,
-                    trace_id=trace.trace_id,
-                )
-            except NoSoulError as err:
-                raise ChatError(NO_SOUL_ERROR) from err
-            trace.psyche_update(
-                before, snapshot, "user_emotion", user_emotion=user_emotion
-            )
-            turn = Turn(
+            return await self._turn(
                 request,
+                soul,
                 session,
-                snapshot.exec_mode,
-                snapshot.exec_probability,
-                extra_tools,
-                transcript,
+                trace,
+                channel=channel,
+                extra_tools=extra_tools,
+                transcript=transcript,
             )
-            turn.user_emotion = user_emotion
-            turn.trace = trace
-            if session.pending and CONFIRM_YES.match(request.text):
-                intents, session.pending = session.pending, []
-                await self._confirmed(turn, intents)
-            else:
-                session.pending = []
-                await self._route(turn)
-            if turn.driver_emotion is not None:
-                moved_from = self._souls.snapshot(soul.soul_id)
-                if moved := self._souls.express(soul.soul_id, turn.driver_emotion):
-                    trace.psyche_update(
-                        moved_from, moved, "driver_emotion", emotion=turn.driver_emotion
-                    )
-            reply = untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
-            if reply:
-                session.add_turn("assistant", reply)
-            if transcript is not None:
-                if reply and not turn.streamed:
-                    await transcript.reply(reply)
-                elif turn.closing:
-                    await transcript.settle(reply)
-            self.last_route = turn.route
-            after = self._souls.snapshot(soul.soul_id)
-            trace.driver_response(
-                reply,
-                inner_voice=turn.inner_voice,
-                snapshot=after,
-                intent_decision=turn.decision,
-                executed_skills=list(turn.executed),
-                route=turn.route,
+
+    async def _turn(
+        self,
+        request: ChatRequest,
+        soul: Soul,
+        session: Session,
+        trace: TurnTrace,
+        *,
+        channel: str,
+        extra_tools: ExtraTools | None,
+        transcript: Transcript | None,
+    ) -> dict[str, Any]:
+        """Answer the turn ``chat`` opened, its events under ``trace``."""
+        before = self._souls.snapshot(soul.soul_id)
+        trace.user_input(
+            request.text,
+            channel=channel,
+            user_id=request.user_id,
+            inputs=[str(item.get("type")) for item in request.context],
+            snapshot=before,
+        )
+        try:
+            user_emotion, snapshot = await self._souls.user_turn(
+                request.terminal_id,
+                request.text,
+                request.session_id,
+                soul_id=soul.soul_id,
+                trace_id=trace.trace_id,
             )
-            if self.navigator is not None and after is not None:
-                self.navigator.after_turn(session, before, after)
-            return {
-                "session_id": request.session_id,
-                "terminal_id": request.terminal_id,
-                "soul_id": soul.soul_id,
-                "reply": reply,
-                "executed_skills": turn.executed,
-                "context_summary": session.rolling_summary(),
-                "intent_decision": turn.decision,
-                "exec_mode": snapshot.exec_mode.value,
-                "exec_probability": snapshot.exec_probability,
-                "trace_id": trace.trace_id,
-            }
+        except NoSoulError as err:
+            raise ChatError(NO_SOUL_ERROR) from err
+        trace.psyche_update(before, snapshot, "user_emotion", user_emotion=user_emotion)
+        turn = Turn(
+            request,
+            session,
+            snapshot.exec_mode,
+            snapshot.exec_probability,
+            extra_tools,
+            transcript,
+        )
+        turn.user_emotion = user_emotion
+        turn.trace = trace
+        if session.pending and CONFIRM_YES.match(request.text):
+            intents, session.pending = session.pending, []
+            await self._confirmed(turn, intents)
+        else:
+            session.pending = []
+            await self._route(turn)
+        if turn.driver_emotion is not None:
+            moved_from = self._souls.snapshot(soul.soul_id)
+            if moved := self._souls.express(soul.soul_id, turn.driver_emotion):
+                trace.psyche_update(
+                    moved_from, moved, "driver_emotion", emotion=turn.driver_emotion
+                )
+        reply = untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
+        if reply:
+            session.add_turn("assistant", reply)
+        if transcript is not None:
+            if reply and not turn.streamed:
+                await transcript.reply(reply)
+            elif turn.closing:
+                await transcript.settle(reply)
+        self.last_route = turn.route
+        after = self._souls.snapshot(soul.soul_id)
+        trace.driver_response(
+            reply,
+            inner_voice=turn.inner_voice,
+            snapshot=after,
+            intent_decision=turn.decision,
+            executed_skills=list(turn.executed),
+            route=turn.route,
+        )
+        if self.navigator is not None and after is not None:
+            self.navigator.after_turn(session, before, after)
+        return {
+            "session_id": request.session_id,
+            "terminal_id": request.terminal_id,
+            "soul_id": soul.soul_id,
+            "reply": reply,
+            "executed_skills": turn.executed,
+            "context_summary": session.rolling_summary(),
+            "intent_decision": turn.decision,
+            "exec_mode": snapshot.exec_mode.value,
+            "exec_probability": snapshot.exec_probability,
+            "trace_id": trace.trace_id,
+        }
 
     async def _confirmed(self, turn: Turn, intents: list[dict[str, Any]]) -> None:
         """Run the intents the user said yes to, if the soul is still willing."""
