@@ -1,6 +1,7 @@
 """What Soul's WebSocket commands share: the loaded entry, and streams that end.
 
 ``loaded_entry_for`` answers ``not_ready`` while Soul is not set up;
+``refused_beyond`` answers ``too_many_subscriptions`` past a kind's limit;
 ``track_stream`` remembers a stream of the loaded entry and ends it — its
 listeners dropped, a last ``{"ended": true}`` event sent — when the entry
 unloads, so a page subscribes again to the new runtime after a reload.
@@ -72,3 +73,20 @@ def track_stream(
         stop()
 
     return unsubscribe
+
+
+def refused_beyond(
+    connection: websocket_api.ActiveConnection,
+    msg: dict[str, Any],
+    kind: type,
+    limit: int,
+    what: str,
+) -> bool:
+    """Answer ``too_many_subscriptions`` when ``limit`` streams of ``kind`` are open."""
+    streams = sum(isinstance(u, kind) for u in connection.subscriptions.values())
+    if streams < limit:
+        return False
+    connection.send_error(
+        msg["id"], "too_many_subscriptions", f"at most {limit} {what} per connection"
+    )
+    return True

@@ -32,7 +32,7 @@ from .access import principal_of
 from .core.cognition.events import MAX_EVENT_TYPES, Event, EventType, parse_query
 from .core.cognition.journal import stored_form
 from .journal import JournalReadError, async_read_events_json, for_reader
-from .streams import loaded_entry_for, track_stream
+from .streams import loaded_entry_for, refused_beyond, track_stream
 
 # Streams one connection may hold: each is one more listener every event visits.
 MAX_SUBSCRIPTIONS = 16
@@ -115,15 +115,9 @@ def ws_subscribe_events(
     """Stream new events the caller may see."""
     if (entry := loaded_entry_for(hass, connection, msg)) is None:
         return
-    streams = sum(
-        isinstance(u, _Unsubscribe) for u in connection.subscriptions.values()
-    )
-    if streams >= MAX_SUBSCRIPTIONS:
-        connection.send_error(
-            msg["id"],
-            "too_many_subscriptions",
-            f"at most {MAX_SUBSCRIPTIONS} event streams per connection",
-        )
+    if refused_beyond(
+        connection, msg, _Unsubscribe, MAX_SUBSCRIPTIONS, "event streams"
+    ):
         return
     runtime = entry.runtime_data
     principal = principal_of(connection.user)

@@ -43,7 +43,7 @@ from .core.chat_request import MAX_ID, MAX_TEXT, ChatError
 from .core.registry import Change, Terminal
 from .core.souls import Soul, SoulEvent
 from .models import SoulConfigEntry
-from .streams import loaded_entry_for, track_stream
+from .streams import loaded_entry_for, refused_beyond, track_stream
 
 # Seconds between two pushes of one soul to one subscriber (a browser needs no more).
 SOUL_PUSH_INTERVAL = 0.5
@@ -299,13 +299,9 @@ def ws_subscribe_souls(
     """Stream the souls the caller sees as they feel."""
     if (entry := loaded_entry_for(hass, connection, msg)) is None:
         return
-    streams = sum(isinstance(u, _SoulStream) for u in connection.subscriptions.values())
-    if streams >= MAX_SOUL_SUBSCRIPTIONS:
-        connection.send_error(
-            msg["id"],
-            "too_many_subscriptions",
-            f"at most {MAX_SOUL_SUBSCRIPTIONS} soul streams per connection",
-        )
+    if refused_beyond(
+        connection, msg, _SoulStream, MAX_SOUL_SUBSCRIPTIONS, "soul streams"
+    ):
         return
     stream = _SoulStream(hass, entry, connection, msg["id"])
     stream.forget = track_stream(hass, entry, connection, msg["id"], stream.stop)
