@@ -7,7 +7,8 @@ than what is installed. ``async_setup_static`` does that once per start of
 Home Assistant; ``async_register_panel`` adds the panel and the card's
 module (loaded on every dashboard) while Soul is loaded, and the returned
 callback removes them. The panel and the card read everything through
-Soul's WebSocket commands (``websocket_api.py``), scoped to the user.
+Soul's WebSocket commands (``websocket_panel.py``, ``websocket_api.py``),
+scoped to the user.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 // Shared by the Soul panel and card: translations, the souls store and small helpers.
 // Plain ES module, no build (docs/panel.md). Data comes only from Soul's
-// WebSocket commands (custom_components/soul/websocket_api.py).
+// WebSocket commands (custom_components/soul/websocket_panel.py, websocket_api.py).
 
 const STRINGS = {
   en: {
