@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
-import contextlib
 from dataclasses import dataclass, field
 import json
 import os
@@ -38,6 +37,7 @@ import pytest
 import pytest_socket
 
 from devtools.broker import free_port
+from devtools.screenshots import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SOUL_CHROMIUM", "/usr/bin/chromium")
@@ -149,17 +149,6 @@ def _until[T](what: str, check: Callable[[], T | None], timeout: float) -> T:
             raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(1)
     return result
-
-
-def _stop(process: subprocess.Popen[bytes], signum: int, timeout: float) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signum)
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def _prepare(ha: SoulHA, llm_url: str) -> None:
@@ -279,7 +268,7 @@ def soul_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoulHA]:
         yield ha
     finally:
         for process in reversed(processes):
-            _stop(process, signal.SIGINT, 120)
+            stop(process, signal.SIGINT, 120)
         pytest_socket.disable_socket(allow_unix_socket=True)
 
 
