@@ -16,7 +16,7 @@ from .const import DOMAIN
 from .core.protocol import InvokeResult, Skill
 from .core.registry import Change, Terminal
 from .core.sent import SentSkill
-from .core.skill_profiles import Profile, profile
+from .core.skill_profiles import Profile
 from .core.souls import EmotionSnapshot, Soul, SoulEvent
 from .helpers import (
     async_invoke_or_raise,
@@ -156,8 +156,11 @@ def skill_entities(cls: type[SkillEntity], kind: Profile) -> EntityBuilder:
 
     def build(entry: SoulConfigEntry, terminal: Terminal) -> list[SkillEntity]:
         skills = terminal.skills.skills if terminal.skills else ()
+        kinds = terminal.skill_kinds
         return [
-            cls(entry, terminal, skill) for skill in skills if profile(skill) is kind
+            cls(entry, terminal, skill)
+            for skill in skills
+            if kinds.get(skill.name) is kind
         ]
 
     return build
@@ -180,9 +183,15 @@ def async_setup_terminal_entities(
     """
     registry = entry.runtime_data.registry
     added: dict[str, set[str]] = {}
+    # The skills snapshot each terminal's entities were last built from: a
+    # change that leaves it (a new catalog) has nothing to add or remove.
+    built_from: dict[str, object] = {}
 
     @callback
     def sync(terminal: Terminal) -> None:
+        if built_from.get(terminal.terminal_id) is (skills := terminal.skills):
+            return
+        built_from[terminal.terminal_id] = skills
         entities = {e.unique_id: e for e in build(entry, terminal)}
         first = terminal.terminal_id not in added
         known = added.setdefault(terminal.terminal_id, set())
@@ -208,6 +217,7 @@ def async_setup_terminal_entities(
             sync(terminal)
         elif change is Change.REMOVED:
             added.pop(terminal.terminal_id, None)
+            built_from.pop(terminal.terminal_id, None)
 
     for terminal in registry:
         sync(terminal)

@@ -15,6 +15,7 @@ from custom_components.soul.core.registry import (
     Terminal,
     TerminalRegistry,
 )
+from custom_components.soul.core.skill_profiles import Profile, profile
 from custom_components.soul.core.topics import Kind
 
 from .spec_payloads import catalog, skills
@@ -131,6 +132,23 @@ def test_skill_versions(registry: TerminalRegistry, changes: list) -> None:
             assert terminal.skills.skill_version == version
         else:
             assert terminal.skills.skill_version != version or version == 3
+
+
+def test_skill_kinds_follow_the_snapshot(registry: TerminalRegistry) -> None:
+    """Each skill's entity kind is worked out with its snapshot, and replaced with it."""
+    terminal = connect(registry, version=3)
+    assert terminal.skills is not None
+    assert terminal.skill_kinds == {s.name: profile(s) for s in terminal.skills.skills}
+    assert terminal.skill_kinds["control_light"] is Profile.LIGHT
+    payload = skills(skill_version=4)
+    payload["skills"] = [s for s in payload["skills"] if s["name"] != "control_light"]
+    send(registry, Kind.SKILLS, payload)
+    assert "control_light" not in terminal.skill_kinds
+    assert set(terminal.skill_kinds) == {s.name for s in terminal.skills.skills}
+    assert (
+        registry.prepare(Kind.INTENT_CATALOG, T, json.dumps(catalog())).skill_kinds
+        == {}
+    )
 
 
 def test_unversioned_terminal_accepts_anything(registry: TerminalRegistry) -> None:

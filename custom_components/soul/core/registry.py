@@ -29,6 +29,7 @@ from .protocol import (
     parse_online,
     parse_skills,
 )
+from .skill_profiles import Profile, profile
 from .topics import Kind, valid_terminal_id
 
 _LOGGER = trace_logger(__name__)
@@ -62,6 +63,9 @@ class Terminal:
     last_seen: float | None = None  # registry clock (monotonic)
     last_heartbeat: datetime | None = None
     skills: SkillsSnapshot | None = None
+    # The entity kind of each of ``skills`` (``skill_profiles.profile``),
+    # worked out once per snapshot off the event loop.
+    skill_kinds: Mapping[str, Profile | None] = field(default_factory=dict)
     catalog: IntentCatalogSnapshot | None = None
     stale: bool = False
     last_decision: Decision | None = None
@@ -94,6 +98,8 @@ class Prepared:
     snapshot: SkillsSnapshot | IntentCatalogSnapshot | None = None
     error: str | None = None
     size: int = 0  # the payload's bytes
+    # A skills snapshot's entity kinds by skill name (see ``Terminal``).
+    skill_kinds: Mapping[str, Profile | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +240,14 @@ class TerminalRegistry:
             snapshot = _parse_snapshot(kind, terminal_id, payload)
         except ProtocolError as err:
             return Prepared(kind, terminal_id, error=str(err))
-        return Prepared(kind, terminal_id, snapshot, size=len(payload))
+        kinds = (
+            {skill.name: profile(skill) for skill in snapshot.skills}
+            if isinstance(snapshot, SkillsSnapshot)
+            else {}
+        )
+        return Prepared(
+            kind, terminal_id, snapshot, size=len(payload), skill_kinds=kinds
+        )
 
     def apply(self, prepared: Prepared) -> None:
         """Apply a prepared snapshot in the event loop; log and drop a bad one."""
@@ -272,7 +285,7 @@ class TerminalRegistry:
             )
         if isinstance(snapshot, SkillsSnapshot):
             terminal = self._terminal(terminal_id, register=True)
-            self._skills(terminal, snapshot)
+            self._skills(terminal, snapshot, prepared.skill_kinds)
         else:
             terminal = self._terminal(terminal_id)
             self._catalog(terminal, snapshot)
@@ -386,7 +399,12 @@ class TerminalRegistry:
             terminal.online = online
             self._notify(terminal, Change.AVAILABILITY)
 
-    def _skills(self, terminal: Terminal, snapshot: SkillsSnapshot) -> None:
+    def _skills(
+        self,
+        terminal: Terminal,
+        snapshot: SkillsSnapshot,
+        kinds: Mapping[str, Profile | None],
+    ) -> None:
         current = terminal.skills.skill_version if terminal.skills else None
         if not accept_version(current, snapshot.skill_version):
             raise ProtocolError(
@@ -402,6 +420,7 @@ class TerminalRegistry:
             self._phantoms.pop(terminal.terminal_id, None)
             self._registered += 1
         terminal.skills = snapshot
+        terminal.skill_kinds = kinds
         self._notify(terminal, Change.ADDED if added else Change.UPDATED)
         if came_back and not added:
             self._notify(terminal, Change.AVAILABILITY)
