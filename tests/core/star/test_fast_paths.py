@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from custom_components.soul.core.star import hub as hub_module, transport
+from custom_components.soul.core.star import envelope as envelope_module, transport
 from custom_components.soul.core.star.hub import Identity, StarHub, valid_id
 from devtools.star_server import StarServer
 
@@ -68,16 +68,16 @@ ENVELOPES: list[Any] = [
 
 @pytest.mark.parametrize("envelope", ENVELOPES)
 def test_the_quick_check_agrees_with_the_full_validation(envelope: Any) -> None:
-    code, problems = StarHub._validate(envelope)
-    if hub_module._well_formed(envelope):
+    code, problems = envelope_module.problems(envelope)
+    if envelope_module.well_formed(envelope):
         assert problems == []
     # The full validation runs whenever the quick one is not sure.
     assert isinstance(code, str)
 
 
 def test_every_well_formed_envelope_of_the_list_is_recognised() -> None:
-    quick = [hub_module._well_formed(e) for e in ENVELOPES]
-    full = [not StarHub._validate(e)[1] for e in ENVELOPES]
+    quick = [envelope_module.well_formed(e) for e in ENVELOPES]
+    full = [not envelope_module.problems(e)[1] for e in ENVELOPES]
     assert quick == full
 
 
@@ -100,21 +100,21 @@ def test_is_party_is_equality_with_as_party(party: Any) -> None:
 
 
 def test_valid_ids_are_remembered_but_never_invalid_ones() -> None:
-    hub_module._VALID_IDS.clear()
+    envelope_module._VALID_IDS.clear()
     assert valid_id("agent_42")
-    assert "agent_42" in hub_module._VALID_IDS
+    assert "agent_42" in envelope_module._VALID_IDS
     assert valid_id("agent_42")  # from the set
     for bad in ("ab", "x" * 51, "bad id", "-lead", "*", "", None, 42, b"agent_1"):
         assert not valid_id(bad)
-    assert {"agent_42"} == hub_module._VALID_IDS
+    assert {"agent_42"} == envelope_module._VALID_IDS
 
 
 def test_the_remembered_ids_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hub_module, "_VALID_IDS_KEPT", 3)
-    hub_module._VALID_IDS.clear()
+    monkeypatch.setattr(envelope_module, "_VALID_IDS_KEPT", 3)
+    envelope_module._VALID_IDS.clear()
     for n in range(10):
         assert valid_id(f"agent_{n}")
-        assert len(hub_module._VALID_IDS) <= 3
+        assert len(envelope_module._VALID_IDS) <= 3
     assert valid_id("agent_0")
 
 

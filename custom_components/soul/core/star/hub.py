@@ -39,88 +39,95 @@ its own queue does not fill with errors).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 import json
-import re
 import time
 from typing import Any
 
 from .. import untrusted
 from ..access import Principal
 from ..logs import trace_logger
-from ..protocol import utc_ts
+from .envelope import (
+    CLIENT_TYPES,
+    CLOSE_GOING_AWAY,
+    CLOSE_POLICY,
+    CLOSE_TOO_BIG,
+    CLOSE_TRY_LATER,
+    CONNECTION_FAILED,
+    ENVELOPE_TYPES,
+    HUB_ID,
+    ID_RE,
+    INVALID_CLIENT_TYPE,
+    MAX_BATCH,
+    MAX_JSON_DEPTH,
+    MAX_MESSAGE_BYTES,
+    MESSAGE_TOO_LARGE,
+    PARTY_TYPES,
+    PERMISSION_DENIED,
+    RATE_LIMITED,
+    RECIPIENT_NOT_FOUND,
+    VALIDATION_ERROR,
+    Frame,
+    Identity,
+    decode_frame,
+    error_text,
+    framed,
+    heartbeat_text,
+    loads,
+    message_id,
+    problems,
+    utf8_size,
+    valid_id,
+    well_formed_from,
+)
+
+# The envelope's names, importable from here as before the split.
+__all__ = [
+    "CLIENT_TYPES",
+    "CLOSE_GOING_AWAY",
+    "CLOSE_POLICY",
+    "CLOSE_TOO_BIG",
+    "CLOSE_TRY_LATER",
+    "CONNECTION_FAILED",
+    "DEFAULT_BURST",
+    "DEFAULT_RATE",
+    "ENVELOPE_TYPES",
+    "HEARTBEAT_INTERVAL",
+    "HUB_ID",
+    "IDLE_TIMEOUT",
+    "ID_RE",
+    "INVALID_CLIENT_TYPE",
+    "MAX_BATCH",
+    "MAX_CONNECTIONS",
+    "MAX_JSON_DEPTH",
+    "MAX_MESSAGE_BYTES",
+    "MESSAGE_TOO_LARGE",
+    "PARTY_TYPES",
+    "PERMISSION_DENIED",
+    "RATE_LIMITED",
+    "RECIPIENT_NOT_FOUND",
+    "VALIDATION_ERROR",
+    "Connection",
+    "Frame",
+    "HubFullError",
+    "HubStats",
+    "Identity",
+    "IdentityError",
+    "StarHub",
+    "decode_frame",
+    "valid_id",
+]
 
 _LOGGER = trace_logger(__name__)
 
-HUB_ID = "hub"
-CLIENT_TYPES = ("agent", "environment", "human")
-PARTY_TYPES = (*CLIENT_TYPES, HUB_ID)  # what sender.type and recipient.type may be
-ENVELOPE_TYPES = ("heartbeat", "message", "error")
-ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{2,49}")
-MAX_MESSAGE_BYTES = 1024 * 1024
 HEARTBEAT_INTERVAL = 30.0
 IDLE_TIMEOUT = 60.0
 DEFAULT_RATE = 200.0  # messages per second, sustained
 DEFAULT_BURST = 100  # environments: twice; at most the transport's send queue
 ENVIRONMENT_RATE_FACTOR = 10
 ENVIRONMENT_BURST_FACTOR = 2
-MAX_JSON_DEPTH = 32
-MAX_BATCH = 100  # envelopes in one batch frame: an agent's whole burst
 MAX_CONNECTIONS = 256  # remote clients at once (Home Assistant: about 2,048 files)
-CLOSE_GOING_AWAY = 1001
-CLOSE_POLICY = 1008
-CLOSE_TOO_BIG = 1009
-CLOSE_TRY_LATER = 1013
-
-VALIDATION_ERROR = "VALIDATION_ERROR"
-PERMISSION_DENIED = "PERMISSION_DENIED"
-RECIPIENT_NOT_FOUND = "RECIPIENT_NOT_FOUND"
-RATE_LIMITED = "RATE_LIMITED"
-MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
-INVALID_CLIENT_TYPE = "INVALID_CLIENT_TYPE"
-CONNECTION_FAILED = "CONNECTION_FAILED"
-
-
-# Ids already found valid: the same few ids come in every envelope.
-_VALID_IDS: set[str] = set()
-_VALID_IDS_KEPT = 4096
-
-
-def valid_id(value: Any) -> bool:
-    """Return whether ``value`` is a 3–50 character id of the safe alphabet."""
-    if type(value) is not str:
-        return isinstance(value, str) and ID_RE.fullmatch(value) is not None
-    if value in _VALID_IDS:
-        return True
-    if ID_RE.fullmatch(value) is None:
-        return False
-    if len(_VALID_IDS) >= _VALID_IDS_KEPT:
-        _VALID_IDS.clear()
-    _VALID_IDS.add(value)
-    return True
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """Who a connection is: its type, id and environment."""
-
-    client_type: str
-    client_id: str
-    env_id: str | None  # None for humans (they may address any environment)
-
-    def as_party(self) -> dict[str, str]:
-        """Return the envelope's ``sender`` object for this identity."""
-        return {"id": self.client_id, "type": self.client_type}
-
-    def is_party(self, party: Any) -> bool:
-        """Return whether ``party == self.as_party()``, without building it."""
-        return (
-            type(party) is dict
-            and len(party) == 2
-            and party.get("id") == self.client_id
-            and party.get("type") == self.client_type
-        )
 
 
 class IdentityError(PermissionError):
@@ -129,17 +136,6 @@ class IdentityError(PermissionError):
 
 class HubFullError(Exception):
     """The hub already serves ``max_connections`` clients; ``str()`` says so."""
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """A decoded frame: ``decode_frame``'s result."""
-
-    value: Any  # the JSON value, or the ``UntrustedInputError`` refusing it
-    text: str  # the frame as text ("" when refused)
-    # A batch's envelopes as JSON text ("" for an item that is no object), made
-    # where the frame was decoded (a thread for large frames, not the loop).
-    parts: tuple[str, ...] = ()
 
 
 type LocalHandler = Callable[[dict[str, Any], "Connection"], None]
@@ -166,6 +162,8 @@ class Connection:
     # Refusing its frames right now: one RATE_LIMITED error per stretch.
     limited: bool = False
     dropped: int = 0
+    # Its identity passes the sender checks: a sender equal to it is valid.
+    valid_party: bool = False
 
     @property
     def user_id(self) -> str | None:
@@ -335,8 +333,8 @@ class StarHub:
             connection,
             envelope,
             json.dumps(envelope, ensure_ascii=False),
-            envelope.get("message_id"),
             self._clock(),
+            local=True,
         )
 
     def _burst_of(self, identity: Identity) -> float:
@@ -353,6 +351,7 @@ class StarHub:
             old.closed = True
             old.close(CLOSE_GOING_AWAY, "replaced by a new connection")
         self._by_key[self._key(identity)] = connection
+        connection.valid_party = identity.is_valid_party()
         if greet:
             self._send(connection, self._heartbeat(identity))
         self._changed()
@@ -416,11 +415,36 @@ class StarHub:
         """
         if connection.closed or (not admitted and not self.admit(connection, raw)):
             return
-        frame = (
+        yield from self._steps(
+            connection,
             decoded
             if decoded is not None
-            else decode_frame(raw, self.max_message_bytes)
+            else decode_frame(raw, self.max_message_bytes),
         )
+
+    def receive_now(self, connection: Connection, raw: str | bytes) -> Iterable[None]:
+        """Handle a frame now; return the steps left (a batch's further envelopes).
+
+        For frames the transport decodes on the loop (at most
+        ``untrusted.LOOP_JSON_BYTES``): the same answers as ``receive_steps``,
+        but a frame of one envelope is handled at once and the steps are
+        empty (no generator, no ``Frame``).
+        """
+        if type(raw) is not str:
+            return self.receive_steps(connection, raw)
+        if connection.closed or not self.admit(connection, raw):
+            return ()
+        try:
+            value = loads(raw, self.max_message_bytes)
+        except untrusted.UntrustedInputError as err:
+            return self._steps(connection, Frame(err, ""))
+        if type(value) is dict:
+            self._envelope(connection, value, raw)
+            return ()
+        return self._steps(connection, framed(value, raw))
+
+    def _steps(self, connection: Connection, frame: Frame) -> Iterator[None]:
+        """Handle an admitted frame's envelopes, stopping between a batch's."""
         if isinstance(frame.value, untrusted.UntrustedInputError):
             self._error(
                 connection,
@@ -450,7 +474,7 @@ class StarHub:
                 if self._gone(connection):  # closed while the loop ran
                     return
                 connection.received += 1
-                if not self._allow(connection, self._clock(), _message_id(item), index):
+                if not self._allow(connection, self._clock(), message_id(item), index):
                     continue
             text = (
                 frame.parts[index]
@@ -472,38 +496,51 @@ class StarHub:
     ) -> None:
         """Validate, check and route one envelope (``index``: its place in a batch)."""
         now = self._clock()
-        code, problems = self._validate(envelope)
-        message_id = _message_id(envelope)
-        if problems:
+        if not (
+            # The usual case, cheaply: well formed and sent as the connection.
+            type(envelope) is dict
+            and connection.valid_party
+            and well_formed_from(envelope, connection.identity)
+        ) and not self._checked(connection, envelope, index):
+            return
+        kind = envelope["type"]
+        if kind == "heartbeat":
+            return  # a client's pong: last_seen is updated
+        if kind == "error":
+            self.stats.errors += 1
+        self._route(connection, envelope, text, now, index=index)
+
+    def _checked(
+        self, connection: Connection, envelope: Any, index: int | None
+    ) -> bool:
+        """Validate fully and check the sender; answer the first problem found."""
+        code, found = problems(envelope)
+        if found:
             self._error(
                 connection,
                 code,
                 "invalid client type"
                 if code == INVALID_CLIENT_TYPE
                 else "invalid envelope",
-                message_id,
-                problems,
+                message_id(envelope),
+                found,
                 index=index,
                 suggested=f"use one of {', '.join(PARTY_TYPES)}"
                 if code == INVALID_CLIENT_TYPE
                 else None,
             )
-            return
+            return False
         if not connection.identity.is_party(envelope["sender"]):
             self._error(
                 connection,
                 PERMISSION_DENIED,
                 "sender must be this connection's own identity",
-                message_id,
+                message_id(envelope),
                 index=index,
                 suggested=f"send as {connection.identity.as_party()}",
             )
-            return
-        if envelope["type"] == "heartbeat":
-            return  # a client's pong: last_seen is updated
-        if envelope["type"] == "error":
-            self.stats.errors += 1
-        self._route(connection, envelope, text, message_id, now, index=index)
+            return False
+        return True
 
     def seen(self, connection: Connection) -> None:
         """Note that a client is alive without a frame (a WebSocket ping)."""
@@ -524,7 +561,7 @@ class StarHub:
         size = (
             len(raw)
             if isinstance(raw, bytes)
-            else _utf8_size(raw, self.max_message_bytes)
+            else utf8_size(raw, self.max_message_bytes)
         )
         if size > self.max_message_bytes:
             self._error(
@@ -547,7 +584,21 @@ class StarHub:
         index: int | None = None,
     ) -> bool:
         """Take a token for one envelope; False (and maybe RATE_LIMITED) when none."""
-        if not self._take_token(connection, now):
+        # An environment answers every agent of its world: ten times the budget.
+        if connection.identity.client_type == "environment":
+            scale, burst = (
+                ENVIRONMENT_RATE_FACTOR,
+                self.burst * ENVIRONMENT_BURST_FACTOR,
+            )
+        else:
+            scale, burst = 1, self.burst
+        tokens = min(
+            float(burst),
+            connection.tokens + (now - connection.token_time) * self.rate * scale,
+        )
+        connection.token_time = now
+        if tokens < 1:
+            connection.tokens = tokens
             connection.dropped += 1
             if not connection.limited:  # once per stretch, not once per frame
                 connection.limited = True
@@ -555,67 +606,9 @@ class StarHub:
                             message_id, index=index,
                             suggested="wait and resend")  # fmt: skip
             return False
+        connection.tokens = tokens - 1
         connection.limited = False
         return True
-
-    def _take_token(self, connection: Connection, now: float) -> bool:
-        # An environment answers every agent of its world: ten times the budget.
-        scale = (
-            ENVIRONMENT_RATE_FACTOR
-            if connection.identity.client_type == "environment"
-            else 1
-        )
-        connection.tokens = min(
-            self._burst_of(connection.identity),
-            connection.tokens + (now - connection.token_time) * self.rate * scale,
-        )
-        connection.token_time = now
-        if connection.tokens < 1:
-            return False
-        connection.tokens -= 1
-        return True
-
-    @staticmethod
-    def _validate(envelope: Any) -> tuple[str, list[str]]:
-        """Return the error code and the envelope's problems (none: it is valid).
-
-        The code is ``INVALID_CLIENT_TYPE`` when a sender or recipient names a
-        type that is not the spec's (its problems still list all the others),
-        ``VALIDATION_ERROR`` otherwise.
-        """
-        if _well_formed(envelope):
-            return VALIDATION_ERROR, []
-        if not isinstance(envelope, dict):
-            return VALIDATION_ERROR, ["the message must be a JSON object"]
-        code = VALIDATION_ERROR
-        problems = []
-        if envelope.get("type") not in ENVELOPE_TYPES:
-            problems.append(f"type must be one of {', '.join(ENVELOPE_TYPES)}")
-        for part in ("sender", "recipient"):
-            party = envelope.get(part)
-            if not isinstance(party, dict):
-                problems.append(f"{part} must be an object with id and type")
-                continue
-            if "type" not in party:
-                problems.append(f"{part}.type is required")
-            elif party["type"] not in PARTY_TYPES:
-                code = INVALID_CLIENT_TYPE
-                problems.append(f"{part}.type must be agent, environment, human or hub")
-            if not (
-                valid_id(party.get("id"))
-                or (part == "recipient" and party.get("id") == "*")
-            ):
-                problems.append(
-                    f"{part}.id must be 3-50 characters of A-Z a-z 0-9 _ . -"
-                )
-        if "payload" not in envelope:
-            problems.append("payload is required")
-        problems.extend(
-            f"{optional} must be a string"
-            for optional in ("timestamp", "message_id")
-            if optional in envelope and not isinstance(envelope[optional], str)
-        )
-        return code, problems
 
     def _targets(
         self, sender: Connection, recipient: dict[str, str]
@@ -650,20 +643,36 @@ class StarHub:
         return [found] if found is not None else []
 
     def _route(self, sender: Connection, envelope: dict[str, Any], text: str,
-               message_id: str | None, started: float, *,
-               index: int | None = None) -> None:  # fmt: skip
+               started: float, *, index: int | None = None,
+               local: bool = False) -> None:  # fmt: skip
         recipient = envelope["recipient"]
-        targets = self._targets(sender, recipient)
-        if not targets and recipient["id"] == "*":
-            return  # a broadcast nobody hears is not an error
+        recipient_type, recipient_id = recipient["type"], recipient["id"]
+        identity = sender.identity
+        if (
+            recipient_id != "*"
+            and identity.client_type != "human"
+            and recipient_type != "human"
+        ):
+            # One recipient in the sender's environment (``_targets``'s answer
+            # without building it): the usual case.
+            env = identity.env_id
+            if recipient_type != "environment":
+                target = self._by_key.get((env, recipient_type, recipient_id))
+            elif recipient_id == env:
+                target = self._by_key.get((env, "environment", recipient_id))
+            else:
+                target = None
+            targets: tuple[Connection, ...] = () if target is None else (target,)
+        else:
+            targets = tuple(self._targets(sender, recipient))
         if not targets:
+            if recipient_id == "*":
+                return  # a broadcast nobody hears is not an error
             self._error(
                 sender,
                 RECIPIENT_NOT_FOUND,
-                f"{recipient['type']} {recipient['id']!r} is not connected"
-                if recipient["id"] != "*"
-                else f"no {recipient['type']} is connected",
-                message_id,
+                f"{recipient_type} {recipient_id!r} is not connected",
+                envelope.get("message_id") if local else message_id(envelope),
                 index=index,
                 suggested="check the recipient id and environment",
             )
@@ -697,18 +706,7 @@ class StarHub:
         self.disconnect(connection)
 
     def _heartbeat(self, identity: Identity) -> str:
-        return json.dumps(
-            {
-                "type": "heartbeat",
-                "sender": {"id": HUB_ID, "type": HUB_ID},
-                "recipient": identity.as_party(),
-                "payload": {
-                    "timestamp": utc_ts(time.time()),
-                    "server_status": "running",
-                    "ping": "pong",
-                },
-            }
-        )
+        return heartbeat_text(identity)
 
     def _error(
         self,
@@ -722,28 +720,16 @@ class StarHub:
         suggested: str | None = None,
     ) -> None:
         self.stats.errors += 1
-        details: dict[str, Any] = {"original_message_id": original_message_id}
-        if validation_errors:
-            details["validation_errors"] = validation_errors
-        if suggested:
-            details["suggested_action"] = suggested
-        if index is not None:
-            details["batch_index"] = index  # which envelope of the batch
         self._send(
             connection,
-            json.dumps(
-                {
-                    "type": "error",
-                    "sender": {"id": HUB_ID, "type": HUB_ID},
-                    "recipient": connection.identity.as_party(),
-                    "payload": {
-                        "error_code": code,
-                        "message": message,
-                        "details": details,
-                    },
-                    "timestamp": utc_ts(time.time()),
-                },
-                ensure_ascii=False,
+            error_text(
+                connection.identity,
+                code,
+                message,
+                original_message_id,
+                validation_errors,
+                index=index,
+                suggested=suggested,
             ),
         )
 
@@ -760,71 +746,3 @@ class StarHub:
                 self.disconnect(connection)
             else:
                 self._send(connection, self._heartbeat(connection.identity))
-
-
-def decode_frame(raw: str | bytes, max_bytes: int) -> Frame:
-    """Return the decoded frame; its ``value`` is the ``UntrustedInputError`` if refused.
-
-    Thread-safe: the transport runs it off the event loop for large frames,
-    and a batch's envelopes are serialized here too (they are forwarded one
-    by one). Binary frames must be UTF-8 text, as text frames are.
-    """
-    try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = untrusted.loads(
-            text,
-            max_bytes=max_bytes,
-            max_depth=MAX_JSON_DEPTH,
-            max_values=untrusted.MAX_JSON_VALUES,
-        )
-    except UnicodeDecodeError:
-        return Frame(untrusted.UntrustedInputError("binary frame is not UTF-8"), "")
-    except untrusted.UntrustedInputError as err:
-        return Frame(err, "")
-    if isinstance(value, list) and len(value) <= MAX_BATCH:
-        parts = tuple(
-            json.dumps(item, ensure_ascii=False) if isinstance(item, dict) else ""
-            for item in value
-        )
-        return Frame(value, text, parts)
-    return Frame(value, text)
-
-
-def _well_formed(envelope: Any) -> bool:
-    """Return whether ``StarHub._validate`` finds no problem, cheaply (the usual case)."""
-    if type(envelope) is not dict:
-        return False
-    get = envelope.get
-    sender, recipient = get("sender"), get("recipient")
-    return (
-        type(sender) is dict
-        and type(recipient) is dict
-        and get("type") in ENVELOPE_TYPES
-        and "payload" in envelope
-        and sender.get("type", _MISSING) in PARTY_TYPES
-        and recipient.get("type", _MISSING) in PARTY_TYPES
-        and valid_id(sender.get("id"))
-        and (recipient.get("id") == "*" or valid_id(recipient.get("id")))
-        and type(get("timestamp", "")) is str
-        and type(get("message_id", "")) is str
-    )
-
-
-_MISSING = object()
-
-
-def _message_id(envelope: Any) -> str | None:
-    """Return an envelope's ``message_id`` (or the spec example's ``id``), if any."""
-    if not isinstance(envelope, dict):
-        return None
-    for key in ("message_id", "id"):
-        if isinstance(value := envelope.get(key), str):
-            return value
-    return None
-
-
-def _utf8_size(text: str, limit: int) -> int:
-    """Return the UTF-8 size of ``text`` (cheaply when it is clearly under ``limit``)."""
-    if len(text) * 4 <= limit:
-        return len(text)  # at most 4 bytes a character: under the limit anyway
-    return len(text.encode("utf-8", "surrogatepass"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping
 import contextlib
 import json
 import time
@@ -158,10 +158,11 @@ async def pump(
     ``CONNECTION_FAILED`` and 1013 (try again later).
     """
     # Text to send, or (code, reason): close after what is already queued.
-    # A frame is written at once when nothing is being written (no task, no
-    # wake-up: ``Task(eager_start=True)`` finishes without suspending when
-    # the socket takes it); otherwise it waits here, in order, and the task
-    # that is writing takes it next. At most ``queue_size`` frames wait.
+    # A frame is written at once when nothing is being written: ``put`` runs
+    # ``ws.send_str`` by hand, and it finishes without suspending when the
+    # socket takes the frame (no task, no wake-up). Otherwise a task (the
+    # writer) finishes that write, and frames wait here, in order, for it to
+    # take them next. At most ``queue_size`` frames wait.
     pending: deque[str | tuple[int, str]] = deque()
     loop = asyncio.get_running_loop()
     closing: list[asyncio.Task[None]] = []
@@ -176,7 +177,7 @@ async def pump(
             if request.transport is not None:
                 request.transport.abort()
 
-    async def write(item: str | tuple[int, str]) -> None:
+    async def write(item: str | tuple[int, str] | _Resumed) -> None:
         nonlocal stopped
         try:
             while True:
@@ -184,7 +185,7 @@ async def pump(
                     stopped = True
                     await closer(*item)
                     return
-                await ws.send_str(item)
+                await (ws.send_str(item) if isinstance(item, str) else item)
                 if not pending:
                     return
                 item = pending.popleft()
@@ -198,18 +199,36 @@ async def pump(
 
     def put(item: str | tuple[int, str]) -> bool:
         """Write ``item`` now, or queue it; False when the queue is full."""
-        if not writer and not pending and not stopped:
+        nonlocal stopped
+        if writer or pending or stopped:
+            if len(pending) >= queue_size:
+                return False
+            pending.append(item)
+            return True
+        if isinstance(item, tuple):  # a close: in a task (it waits for the client)
             task = asyncio.Task(write(item), loop=loop, eager_start=True)
             if not task.done():
                 writer.append(task)
             return True
-        if len(pending) >= queue_size:
-            return False
-        pending.append(item)
+        sending = ws.send_str(item)
+        try:
+            waiting = sending.send(None)
+        except StopIteration:
+            return True  # written: the usual case
+        except (ConnectionError, RuntimeError):
+            stopped = True
+            return True
+        except Exception:  # the sender's frame is not at fault: never raise to it
+            _LOGGER.exception("Star hub failed to write to %s", identity)
+            stopped = True
+            return True
+        # The write waits (for the socket to drain): a task finishes it.
+        task = asyncio.Task(
+            write(_Resumed(sending, waiting)), loop=loop, eager_start=True
+        )
+        if not task.done():
+            writer.append(task)
         return True
-
-    def send(text: str) -> bool:
-        return put(text)
 
     def close(code: int, reason: str) -> None:
         if not put((code, reason)) and not closing:
@@ -221,7 +240,7 @@ async def pump(
     stretch = 0.0  # when that stretch began
 
     try:
-        connection = hub.connect(identity, send, close, principal=principal)
+        connection = hub.connect(identity, put, close, principal=principal)
     except IdentityError as err:
         await refuse(ws, identity, str(err))
         return
@@ -233,8 +252,9 @@ async def pump(
         async for message in ws:
             if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                 try:
+                    steps: Iterable[None]
                     if len(message.data) <= untrusted.LOOP_JSON_BYTES:
-                        steps = hub.receive_steps(connection, message.data)
+                        steps = hub.receive_now(connection, message.data)
                     elif hub.admit(connection, message.data):
                         # Admitted first: a flooder's large frames cost nothing.
                         decoded = await asyncio.to_thread(
@@ -284,6 +304,43 @@ async def pump(
 
 
 _PINGS = (WSMsgType.PING, WSMsgType.PONG)
+
+
+class _Resumed:
+    """Awaiting it goes on with a coroutine run by hand until it yielded ``waiting``.
+
+    ``pump`` starts a write by hand (``coroutine.send(None)``), which is
+    cheaper than a task when it finishes at once; when it suspends instead
+    (on what it awaits: ``waiting``), the task that awaits this finishes it.
+    That task waits for what the coroutine waits for and resumes it as a task
+    would: with ``send(None)``, or with the exception the task is interrupted
+    by (a cancellation cancels the write).
+    """
+
+    __slots__ = ("_coroutine", "_waiting")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, None], waiting: Any) -> None:
+        self._coroutine = coroutine
+        self._waiting = waiting
+
+    def __await__(self) -> Generator[Any]:
+        coroutine, waiting = self._coroutine, self._waiting
+        while True:
+            try:
+                yield waiting
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as err:  # noqa: BLE001 - handed to the coroutine
+                try:
+                    waiting = coroutine.throw(err)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waiting = coroutine.send(None)
+                except StopIteration:
+                    return
 
 
 class _Turns:
