@@ -40,7 +40,8 @@ from .core.emotion.dynamics import ExecMode, clamp_tick_interval
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
 from .core.registry import Change, Terminal
-from .core.souls import MAX_SOULS, Soul, SoulError, SoulEvent, SoulHub
+from .core.soul_events import SoulEvent
+from .core.souls import MAX_SOULS, Soul, SoulError, SoulHub
 from .helpers import (
     find_device,
     signal_souls_changed,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 import math
 
 import pytest
@@ -256,7 +255,7 @@ def _evolve_by_steps(state: SoulState, persona: Persona, now: float) -> SoulStat
         keep = math.exp(-math.log(2) * step / persona.recovery_half_life)
         pad = PAD(*(g + (x - g) * keep for x, g in zip(pad, goal, strict=True)))
         t += step
-    return replace(state, p=pad.p, a=pad.a, d=pad.d, at=now)
+    return state._replace(p=pad.p, a=pad.a, d=pad.d, at=now)
 
 
 def test_evolve_equals_the_step_by_step_form_bit_for_bit() -> None:

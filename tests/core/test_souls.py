@@ -12,6 +12,7 @@ from custom_components.soul.core.emotion.dynamics import ExecMode
 from custom_components.soul.core.emotion.labels import Emotion
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.core.protocol import SYSTEM_DECAY_TICK
+from custom_components.soul.core.soul_events import SoulEvent
 from custom_components.soul.core.souls import (
     HINT_SOUL_INTERVAL,
     MAX_SOULS,
@@ -20,7 +21,6 @@ from custom_components.soul.core.souls import (
     NoSoulError,
     Soul,
     SoulError,
-    SoulEvent,
     SoulHub,
     validate_soul_fields,
 )
@@ -329,6 +329,36 @@ async def test_tick_texts_are_json_dumps_of_their_payloads() -> None:
             assert texts[payload["terminal_id"]] == json.dumps(
                 payload, ensure_ascii=False
             )
+
+
+async def test_tick_events_read_their_payloads_like_a_list() -> None:
+    """A tick's ``published`` is made when read: a list of new dicts, in order."""
+    env = Env()
+    env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    for terminal in ("t2", "t1", "t3"):
+        env.hub.bind(terminal, "s1")
+        env.online.add(terminal)
+    env.online.discard("t3")
+    events: list[SoulEvent] = []
+    env.hub.subscribe(events.append)
+    env.clock.now += 3
+    await env.hub.tick()
+    (event,) = events
+    published = event.published
+    assert len(published) == 2
+    assert [p["terminal_id"] for p in published] == ["t1", "t2"]
+    assert published[1]["terminal_id"] == "t2"
+    assert published[-1] == published[1]
+    assert [p["terminal_id"] for p in published[:1]] == ["t1"]
+    assert published == list(published)
+    assert published == tuple(published)
+    assert published != [published[0]]
+    published[0]["soul_id"] = "changed"  # a reader's copy: the next read is whole
+    assert published[0]["soul_id"] == "s1"
+    assert all(p["session_id"] == SYSTEM_DECAY_TICK for p in published)
+    assert all(p["soul_emotion"] == event.snapshot.soul_emotion() for p in published)
+    with pytest.raises(IndexError):
+        published[2]
 
 
 async def test_tick_yields_to_the_loop_between_chunks_of_souls() -> None:

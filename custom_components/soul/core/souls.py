@@ -12,27 +12,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 import json
-import math
 from typing import Any
 
 from . import untrusted
 from .emotion import analyze_emotion
 from .emotion.dynamics import (
-    ExecMode,
-    Mood,
     SoulState,
     apply_user_emotion,
     evolve,
-    gate,
+    gate_of,
     initial_state,
     mood_of,
 )
 from .emotion.labels import Emotion
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
 from .logs import trace_logger
-from .protocol import SYSTEM_DECAY_TICK, emotion_update_payload, utc_ts
+from .protocol import emotion_update_payload, utc_ts
+from .soul_events import EmotionSnapshot, SoulEvent, TickPayloads, tick_texts
 from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
 
 _LOGGER = trace_logger(__name__)
@@ -44,13 +42,6 @@ MAX_SEEN = 4096  # terminal ids remembered as seen (their soul_hint was used)
 HINT_SOUL_INTERVAL = 60.0
 # How strongly the emotion a soul says it feels moves it (a user's: up to 1).
 EXPRESSED_INTENSITY = 0.3  # seconds between souls created from bodies' hints
-NEUTRAL_USER_EMOTION: dict[str, Any] = {
-    "emotion": "neutral",
-    "p": 0.0,
-    "a": 0.0,
-    "d": 0.0,
-    "intensity": 0.0,
-}
 # A ``soul_hint`` word → the MBTI type of the soul it creates (docs/emotion.md).
 HINT_TYPES: dict[str, str] = {
     "friendly": "ESFJ",
@@ -77,8 +68,6 @@ HINT_TYPES: dict[str, str] = {
 DEFAULT_HINT_TYPE = "ENFP"
 TICK_CHUNK = 64  # souls a tick publishes to before it yields to the event loop
 _EMOTION_UPDATE_QOS_RETAIN = QOS_RETAIN[Kind.EMOTION_UPDATE]
-_NEUTRAL_JSON = json.dumps(NEUTRAL_USER_EMOTION, ensure_ascii=False)
-_HEAD = f'{{"session_id": "{SYSTEM_DECAY_TICK}", "terminal_id": '
 
 type Recognizer = Callable[[str], Mapping[str, Any]]
 
@@ -147,105 +136,12 @@ def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class EmotionSnapshot:
-    """What a soul feels now and what that means for execution."""
-
-    soul_id: str
-    p: float
-    a: float
-    d: float
-    exec_probability: float
-    exec_mode: ExecMode
-    mood: Mood
-    shocked: bool
-    at: float
-
-    def soul_emotion(self) -> dict[str, float]:
-        """Return §3.8's ``soul_emotion`` object."""
-        return {"p": self.p, "a": self.a, "d": self.d}
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the snapshot for APIs and diagnostics."""
-        return {
-            **self.soul_emotion(),
-            "mood": self.mood.value,
-            "exec_probability": self.exec_probability,
-            "exec_mode": self.exec_mode.value,
-            "shocked": self.shocked,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SoulEvent:
-    """One change of a soul, for subscribers (entities, bus events, triggers)."""
-
-    soul_id: str
-    snapshot: EmotionSnapshot
-    previous: EmotionSnapshot | None
-    # Set for a user turn: the terminal and the recognised emotion.
-    terminal_id: str | None = None
-    user_emotion: Mapping[str, Any] | None = None
-    # Every emotion_update published for this change.
-    published: tuple[dict[str, Any], ...] = ()
-    # The user turn's trace id (the event journal's), if any.
-    trace_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class HintDecision:
     """What a terminal's first ``soul_hint`` asks for: an existing soul or a new one."""
 
     soul_id: str | None = None
     name: str | None = None
     mbti: str | None = None
-
-
-def _tick_updates(
-    snapshot: EmotionSnapshot,
-    terminals: list[str],
-    ts: str,
-    as_json: Callable[[str], str],
-) -> list[tuple[dict[str, Any], str]]:
-    """Return a tick's ``emotion_update`` to each terminal, with its JSON text.
-
-    Each payload is ``protocol.emotion_update_payload``; each text is
-    ``json.dumps(payload, ensure_ascii=False)`` byte for byte, written from a
-    template (``tests/core/test_souls.py`` compares the two) since a tick
-    serialises one per online body every few seconds. ``as_json`` returns a
-    string's JSON (cached by the caller).
-    """
-    soul_id = snapshot.soul_id
-    p, a, d = snapshot.p, snapshot.a, snapshot.d
-    probability = snapshot.exec_probability
-    mode = snapshot.exec_mode.value
-    payloads = [
-        emotion_update_payload(
-            session_id=SYSTEM_DECAY_TICK,
-            terminal_id=terminal_id,
-            soul_id=soul_id,
-            user_emotion=NEUTRAL_USER_EMOTION,
-            soul_emotion={"p": p, "a": a, "d": d},
-            exec_probability=probability,
-            exec_mode=mode,
-            ts=ts,
-        )
-        for terminal_id in terminals
-    ]
-    if not math.isfinite(p + a + d + probability):  # json writes NaN, Infinity
-        return [
-            (payload, json.dumps(payload, ensure_ascii=False)) for payload in payloads
-        ]
-    # float.__repr__ is json's float format.
-    tail = (
-        f', "soul_id": {as_json(soul_id)}, "user_emotion": {_NEUTRAL_JSON}, '
-        f'"soul_emotion": {{"p": {p!r}, "a": {a!r}, "d": {d!r}}}, '
-        f'"exec_probability": {probability!r}, "exec_mode": "{mode}", '
-        f'"ts": {as_json(ts)}}}'
-    )
-    return [
-        (payload, _HEAD + as_json(terminal_id) + tail)
-        for payload, terminal_id in zip(payloads, terminals, strict=True)
-    ]
 
 
 class SoulHub:
@@ -489,9 +385,9 @@ class SoulHub:
 
     @staticmethod
     def _snapshot(soul: Soul, state: SoulState) -> EmotionSnapshot:
-        now = state.at
-        probability, mode = gate(state, now)
-        p, a, d = state.p, state.a, state.d
+        p, a, d, now, _last_input_at, shock_until = state
+        shocked = shock_until > now
+        probability, mode = gate_of(p, a, d, shocked)
         return EmotionSnapshot(
             soul.soul_id,
             # labels.rounded, inlined: a tick takes a thousand snapshots.
@@ -501,7 +397,7 @@ class SoulHub:
             round(probability, 3),
             mode,
             mood_of(p, a, d),
-            state.shock_until > now,
+            shocked,
             now,
         )
 
@@ -523,11 +419,14 @@ class SoulHub:
             ts=utc_ts(snapshot.at),
         )
 
-    async def _send(self, payload: dict[str, Any], body: str | None = None) -> bool:
-        """Publish ``payload`` (``body`` when it is already serialised)."""
-        terminal_id = payload["terminal_id"]
-        if body is None:
-            body = json.dumps(payload, ensure_ascii=False)
+    async def _send(self, payload: dict[str, Any]) -> bool:
+        """Publish ``payload`` to its terminal."""
+        return await self._send_text(
+            payload["terminal_id"], json.dumps(payload, ensure_ascii=False)
+        )
+
+    async def _send_text(self, terminal_id: str, body: str) -> bool:
+        """Publish ``body`` as the ``emotion_update`` of ``terminal_id``."""
         topic = self._update_topics.get(terminal_id)
         if topic is None:
             topic = self._topics.topic(terminal_id, Kind.EMOTION_UPDATE)
@@ -578,11 +477,7 @@ class SoulHub:
         states, last, snapshot_of = self._states, self._last, self._snapshot
         ts_at, ts = float("nan"), ""
         planned: list[
-            tuple[
-                EmotionSnapshot,
-                EmotionSnapshot | None,
-                list[tuple[dict[str, Any], str]],
-            ]
+            tuple[EmotionSnapshot, EmotionSnapshot | None, list[str], list[str], str]
         ] = []
         for count, (soul_id, soul) in enumerate(list(self._souls.items()), 1):
             if count % TICK_CHUNK == 0:
@@ -591,21 +486,31 @@ class SoulHub:
                 continue  # removed while the tick yielded
             state = states[soul_id] = evolve(state, soul.persona, now)
             snapshot = snapshot_of(soul, state)
-            updates: list[tuple[dict[str, Any], str]] = []
-            if (terminals := online.get(soul_id)) is not None:
+            terminals = online.get(soul_id, [])
+            texts: list[str] = []
+            if terminals:
                 if snapshot.at != ts_at:
                     ts_at, ts = snapshot.at, utc_ts(snapshot.at)
                 terminals.sort()
-                updates = _tick_updates(snapshot, terminals, ts, self._as_json)
-            planned.append((snapshot, last.get(soul_id), updates))
+                texts = tick_texts(snapshot, terminals, ts, self._as_json)
+            planned.append((snapshot, last.get(soul_id), terminals, texts, ts))
         self._on_dirty()
-        send = self._send
-        for count, (snapshot, previous, updates) in enumerate(planned, 1):
+        send = self._send_text
+        for count, (snapshot, previous, terminals, texts, ts) in enumerate(planned, 1):
             if count % TICK_CHUNK == 0:
                 await asyncio.sleep(0)
-            sent = tuple([p for p, text in updates if await send(p, text)])
+            sent = [
+                terminal_id
+                for terminal_id, text in zip(terminals, texts, strict=True)
+                if await send(terminal_id, text)
+            ]
             self._notify(
-                SoulEvent(snapshot.soul_id, snapshot, previous, published=sent)
+                SoulEvent(
+                    snapshot.soul_id,
+                    snapshot,
+                    previous,
+                    published=TickPayloads(snapshot, sent, ts) if sent else (),
+                )
             )
 
     def express(
@@ -635,8 +540,7 @@ class SoulHub:
         if (soul := self._souls.get(soul_id)) is None:
             return None
         state = evolve(self._states[soul_id], soul.persona, self._clock())
-        state = self._states[soul_id] = replace(
-            state,
+        state = self._states[soul_id] = state._replace(
             p=max(-1.0, min(1.0, state.p + delta.get("p", 0.0))),
             a=max(-1.0, min(1.0, state.a + delta.get("a", 0.0))),
             d=max(-1.0, min(1.0, state.d + delta.get("d", 0.0))),

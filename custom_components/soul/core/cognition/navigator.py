@@ -37,7 +37,8 @@ from ..logs import trace_logger, traced
 from ..memory.base import MemoryBackendError
 from ..memory.manager import MemoryManager
 from ..session import Session
-from ..souls import EmotionSnapshot, SoulHub
+from ..soul_events import EmotionSnapshot
+from ..souls import SoulHub
 from .driver import unfence
 from .events import EventBus, EventType, Source, new_trace_id
 from .notices import WARNING, notice

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..souls import EmotionSnapshot
+from ..soul_events import EmotionSnapshot
 from .events import Event, EventBus, EventType, Source, new_trace_id
 
 MAX_CONTENT = 4096
