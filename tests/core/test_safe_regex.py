@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import random
 import re
 import time
+from typing import Any
 
 import pytest
+import regex
 
+from custom_components.soul.core import safe_regex
 from custom_components.soul.core.safe_regex import (
     MAX_PATTERN_LENGTH,
     RegexBudgetError,
     RegexTimeoutError,
     UnsafeRegexError,
     budget,
+    check_untrusted,
     compile_untrusted,
+    deferred_compile_seconds,
+    first_chars,
     search,
 )
 
@@ -123,3 +130,156 @@ def test_errors_name_the_pattern_text_even_when_it_came_compiled() -> None:
     with budget(0.0), pytest.raises(RegexBudgetError) as spent:
         search(compiled, "a")
     assert spent.value.pattern == HOSTILE
+
+
+_PIECES = [
+    "a",
+    "b",
+    "灯",
+    "开",
+    ".",
+    "^",
+    "$",
+    r"\d",
+    r"\w",
+    r"\s",
+    r"\b",
+    r"\B",
+    r"\A",
+    r"\Z",
+    r"\D",
+    r"\.",
+    r"\(",
+    r"\1",
+    r"\x41",
+    r"\u00e9",
+    r"\N{BULLET}",
+    r"\n",
+    "[a-z]",
+    "[^0-9]",
+    r"[\d,]",
+    "[]a]",
+    "[[]",
+    "[a&&b]",
+    "[a--b]",
+    "[[:digit:]]",
+    "(",
+    "(?:",
+    "(?P<g>",
+    "(?P<名>",
+    "(?=",
+    "(?!",
+    "(?<=",
+    "(?<!",
+    "(?>",
+    "(?i:",
+    "(?i)",
+    "(?x)",
+    "(?#c)",
+    "(?(1)a|b)",
+    "(?P=g)",
+    ")",
+    ")",
+    ")",
+    "|",
+    "||",
+    "*",
+    "+",
+    "?",
+    "*?",
+    "+?",
+    "??",
+    "*+",
+    "{2}",
+    "{1,3}",
+    "{,4}",
+    "{2,}",
+    "{e<=1}",
+    "{x}",
+    "{",
+    "}",
+    "-",
+    "&",
+    "~",
+    "#",
+    " ",
+    "]",
+]
+
+
+def _generated_patterns(count: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)  # noqa: S311 - reproducible test data, not secrets
+    return [
+        "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 12)))
+        for _ in range(count)
+    ]
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # regex warns of nested sets
+def test_patterns_compiled_on_first_use_always_compile_alike() -> None:
+    """A pattern whose compile waits (``_deferrable``) is one ``regex`` compiles.
+
+    So deferring it never lets a pattern through that compiling it at once
+    would have refused; its groups and first characters are the compiled
+    pattern's. Thousands of generated patterns mixing plain and exotic syntax.
+    """
+    deferred = refused = 0
+    for pattern in _generated_patterns(15000):
+        try:
+            checked = check_untrusted(pattern)
+        except UnsafeRegexError:
+            refused += 1
+            continue
+        assert checked.firsts == first_chars(pattern)
+        if checked.is_compiled:
+            continue
+        deferred += 1
+        compiled = regex.compile(pattern, regex.VERSION0)  # must not raise
+        assert checked.groups == compiled.groups
+        assert checked.groupindex == dict(compiled.groupindex)
+        assert checked.compiled().pattern == pattern
+    assert deferred > 500
+    assert refused > 500
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "[[:foo:]]",  # re reads a set of characters; regex an unknown class
+        r"x{e<=1}",  # fuzzy matching for regex
+        r"(a)\1",
+        r"(?i)abc",
+        r"[a--b]",
+        "a" * 200,
+    ],
+)
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_patterns_regex_may_read_apart_compile_when_checked(pattern: str) -> None:
+    try:
+        checked = check_untrusted(pattern)
+    except UnsafeRegexError:
+        return  # refused at once, as before
+    assert checked.is_compiled
+
+
+def test_a_first_use_compile_costs_no_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiling a checked pattern on its first search is not the input's time."""
+    checked = check_untrusted("(?:首次|编译)+(测试)")
+    assert not checked.is_compiled
+    assert search(checked, "没有这些字") is None  # no first character: not compiled
+    assert not checked.is_compiled
+    compile_now = safe_regex._compile
+
+    def compile_slowly(pattern: str) -> Any:
+        time.sleep(0.02)  # longer than the budget
+        return compile_now(pattern)
+
+    monkeypatch.setattr(safe_regex, "_compile", compile_slowly)
+    before = deferred_compile_seconds()
+    with budget(0.010):
+        match = search(checked, "首次测试")
+        assert match is not None
+        assert match.group(1) == "测试"
+        assert search(r"测(试)", "测试") is not None  # the budget is not spent
+    assert deferred_compile_seconds() - before >= 0.02
+    assert checked.is_compiled

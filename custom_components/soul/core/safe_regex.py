@@ -24,6 +24,7 @@ import re
 # typeshed has no stubs for re's private parser modules (only for the deprecated
 # sre_* aliases): the parse tree is walked untyped.
 from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
+import threading
 import time
 from typing import Any
 
@@ -137,21 +138,10 @@ def _firsts(items: Any, out: set[str]) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=4096)
-def first_chars(pattern: str) -> frozenset[str] | None:
-    """Return every character a match of ``pattern`` can begin with, or None.
-
-    None when the pattern may match the empty string, or when it holds more
-    than literals, sets of literals and ranges, groups, alternation, repeats
-    and anchors (then nothing is known). A text holding none of these
-    characters cannot match, so ``search`` need not run the pattern on it.
-    """
+def _firsts_of(pattern: str, tree: Any) -> frozenset[str] | None:
+    """Return ``first_chars(pattern)`` from the pattern's parse tree ``tree``."""
     if "[:" in pattern or "{" in _REPEAT_BRACES.sub("", pattern):
         return None  # POSIX classes and braces: regex and re read them apart
-    try:
-        tree = sre_parse.parse(pattern)
-    except (sre_constants.error, RecursionError, OverflowError, TypeError):
-        return None
     if tree.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
         return None
     found: set[str] = set()
@@ -164,8 +154,156 @@ def first_chars(pattern: str) -> frozenset[str] | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def compile_untrusted(pattern: str) -> regex.Pattern[str]:
-    """Compile a pattern from an untrusted source, or raise ``UnsafeRegexError``."""
+def first_chars(pattern: str) -> frozenset[str] | None:
+    """Return every character a match of ``pattern`` can begin with, or None.
+
+    None when the pattern may match the empty string, or when it holds more
+    than literals, sets of literals and ranges, groups, alternation, repeats
+    and anchors (then nothing is known). A text holding none of these
+    characters cannot match, so ``search`` need not run the pattern on it.
+    """
+    if "[:" in pattern or "{" in _REPEAT_BRACES.sub("", pattern):
+        return None  # before parsing: the same answer, sooner
+    try:
+        tree = sre_parse.parse(pattern)
+    except (sre_constants.error, RecursionError, OverflowError, TypeError):
+        return None
+    return _firsts_of(pattern, tree)
+
+
+# Patterns whose ``regex`` compile may wait for their first use: short, and
+# only syntax that ``regex`` (VERSION0) reads as ``re`` does and always
+# compiles once ``re`` has parsed it (tests/core/test_safe_regex.py checks
+# this on generated patterns). Anything else compiles when it is checked.
+MAX_DEFERRED_LENGTH = 160
+_MAX_DEFERRED_DEPTH = 16
+# Escapes both modules read alike; any other (\1, \x, \N, \g …) compiles now.
+_PLAIN_ESCAPE = frozenset("dDwWsSbBAZntrfv")
+_ESCAPES = re.compile(r"\\(.)", re.DOTALL)
+_PLAIN_OPS = frozenset(
+    {
+        sre_constants.LITERAL,
+        sre_constants.NOT_LITERAL,
+        sre_constants.ANY,
+        sre_constants.AT,
+    }
+)
+_SET_ITEMS = frozenset(
+    {
+        sre_constants.LITERAL,
+        sre_constants.RANGE,
+        sre_constants.CATEGORY,
+        sre_constants.NEGATE,
+    }
+)
+# Character pairs that are set operations in ``regex`` (VERSION1), or a nested set.
+_SET_OPERATORS = ("&&", "--", "||", "~~", "[[")
+
+
+def _plain_tree(items: Any, depth: int) -> bool:
+    """Whether ``items`` holds only syntax ``regex`` is known to compile."""
+    if depth > _MAX_DEFERRED_DEPTH:
+        return False
+    for op, arg in items:
+        if op in _PLAIN_OPS:
+            continue
+        if op is sre_constants.IN:
+            if any(kind not in _SET_ITEMS for kind, _value in arg):
+                return False
+        elif op is sre_constants.SUBPATTERN:
+            if arg[1] or arg[2] or not _plain_tree(arg[-1], depth + 1):
+                return False  # inline flags: compiled now
+        elif op is sre_constants.BRANCH:
+            if not all(_plain_tree(branch, depth + 1) for branch in arg[1]):
+                return False
+        elif op in _REPEATS:
+            if not _plain_tree(arg[2], depth + 1):
+                return False
+        elif op is _ATOMIC_GROUP:
+            if not _plain_tree(arg, depth + 1):
+                return False
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            if not _plain_tree(arg[1], depth + 1):
+                return False
+        else:  # backreferences, conditionals
+            return False
+    return True
+
+
+def _deferrable(pattern: str, tree: Any) -> bool:
+    """Whether ``pattern`` (parsed by ``re`` as ``tree``) may compile on first use."""
+    if (
+        len(pattern) > MAX_DEFERRED_LENGTH
+        or "[:" in pattern
+        or "{" in _REPEAT_BRACES.sub("", pattern)
+        or any(operator in pattern for operator in _SET_OPERATORS)
+        or tree.state.flags != sre_constants.SRE_FLAG_UNICODE
+        or any(
+            not name.isascii() or not name.isidentifier()
+            for name in tree.state.groupdict
+        )
+    ):
+        return False
+    for escaped in _ESCAPES.findall(pattern):
+        if escaped.isalnum() and escaped not in _PLAIN_ESCAPE:
+            return False
+    try:
+        return _plain_tree(tree, 0)
+    except RecursionError:
+        return False
+
+
+def _compile(pattern: str) -> regex.Pattern[str]:
+    try:
+        return regex.compile(pattern, regex.VERSION0)
+    except (regex.error, TypeError, OverflowError, RecursionError) as err:
+        raise UnsafeRegexError(f"invalid pattern {pattern!r}: {err}", pattern) from None
+
+
+class UntrustedPattern:
+    """An untrusted pattern that passed every check; ``regex`` compiles it when needed.
+
+    ``groups`` and ``groupindex`` are the compiled pattern's, ``firsts`` is
+    ``first_chars(pattern)``: all read from the one parse the checks made.
+    """
+
+    __slots__ = ("_compiled", "firsts", "groupindex", "groups", "pattern")
+
+    def __init__(
+        self,
+        pattern: str,
+        groups: int,
+        groupindex: dict[str, int],
+        firsts: frozenset[str] | None,
+        compiled: regex.Pattern[str] | None,
+    ) -> None:
+        """Keep what the checks found (``compiled`` None: not compiled yet)."""
+        self.pattern = pattern
+        self.groups = groups
+        self.groupindex = groupindex
+        self.firsts = firsts
+        self._compiled = compiled
+
+    @property
+    def is_compiled(self) -> bool:
+        """Whether ``regex`` has compiled the pattern yet."""
+        return self._compiled is not None
+
+    def compiled(self) -> regex.Pattern[str]:
+        """Return the pattern compiled by ``regex`` (compiling it the first time)."""
+        if (compiled := self._compiled) is None:
+            compiled = self._compiled = _compile(self.pattern)
+        return compiled
+
+
+@functools.lru_cache(maxsize=4096)
+def check_untrusted(pattern: str) -> UntrustedPattern:
+    """Check a pattern from an untrusted source, or raise ``UnsafeRegexError``.
+
+    Every check ``compile_untrusted`` makes, with the same errors; a pattern
+    ``regex`` is known to compile (``_deferrable``) is compiled on first use,
+    any other now. Cached by text, so catalogs holding the same pattern share it.
+    """
     if not isinstance(pattern, str):
         raise UnsafeRegexError("a pattern must be a string", repr(pattern)[:80])
     if len(pattern) > MAX_PATTERN_LENGTH:
@@ -184,10 +322,20 @@ def compile_untrusted(pattern: str) -> regex.Pattern[str]:
             "atoms when unrolled)",
             pattern,
         )
-    try:
-        return regex.compile(pattern, regex.VERSION0)
-    except (regex.error, TypeError, OverflowError, RecursionError) as err:
-        raise UnsafeRegexError(f"invalid pattern {pattern!r}: {err}", pattern) from None
+    firsts = _firsts_of(pattern, tree)
+    if _deferrable(pattern, tree):
+        return UntrustedPattern(
+            pattern, tree.state.groups - 1, dict(tree.state.groupdict), firsts, None
+        )
+    compiled = _compile(pattern)
+    return UntrustedPattern(
+        pattern, compiled.groups, dict(compiled.groupindex), firsts, compiled
+    )
+
+
+def compile_untrusted(pattern: str) -> regex.Pattern[str]:
+    """Compile a pattern from an untrusted source, or raise ``UnsafeRegexError``."""
+    return check_untrusted(pattern).compiled()
 
 
 class budget:  # noqa: N801 - used as ``with budget(seconds):``, like a function
@@ -217,21 +365,57 @@ class budget:  # noqa: N801 - used as ``with budget(seconds):``, like a function
             self._token = None
 
 
+def deferred_compile_seconds() -> float:
+    """Return how long first-use compiles took in this thread, in all.
+
+    That time is not the input's: ``search`` moves the budget's deadline by
+    it, and the intent filter its own (a command's decisions must not depend
+    on whether an earlier command already compiled its catalog's patterns).
+    """
+    return _deferred.seconds
+
+
+class _Deferred(threading.local):
+    seconds = 0.0
+
+
+_deferred = _Deferred()
+
+
+def _compile_now(pattern: UntrustedPattern) -> regex.Pattern[str]:
+    """Compile a checked pattern on its first use, outside the time of the input."""
+    started = time.perf_counter()
+    try:
+        return pattern.compiled()
+    finally:
+        spent = time.perf_counter() - started
+        _deferred.seconds += spent
+        if (deadline := _deadline.get()) is not None:
+            _deadline.set(deadline + spent)
+
+
 def search(
-    pattern: str | regex.Pattern[str],
+    pattern: str | regex.Pattern[str] | UntrustedPattern,
     text: str,
     *,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> regex.Match[str] | None:
     """Search ``text`` like ``re.search``, giving up after ``timeout`` seconds.
 
-    ``pattern`` is a pattern's text, or what ``compile_untrusted`` made of it
-    (callers that run many patterns keep them compiled). Raises
+    ``pattern`` is a pattern's text, what ``compile_untrusted`` made of it, or
+    what ``check_untrusted`` did (callers that run many patterns keep them
+    checked; such a pattern is compiled on its first search that may match,
+    and that compile does not count against the timeout or the budget). Raises
     ``UnsafeRegexError`` for a pattern that cannot be used,
     ``RegexTimeoutError`` when the match took ``timeout``, and
     ``RegexBudgetError`` when the surrounding ``budget`` ran out first.
     """
-    source = pattern if isinstance(pattern, str) else pattern.pattern
+    if isinstance(pattern, UntrustedPattern):
+        source = pattern.pattern
+    elif isinstance(pattern, str):
+        source = pattern
+    else:
+        source = pattern.pattern
     limit, by_budget = timeout, False
     if (deadline := _deadline.get()) is not None:
         remaining = deadline - time.perf_counter()
@@ -239,9 +423,16 @@ def search(
             raise RegexBudgetError("no time is left for patterns on this input", source)
         if remaining < limit:
             limit, by_budget = remaining, True
-    compiled = compile_untrusted(pattern) if isinstance(pattern, str) else pattern
-    if (firsts := first_chars(source)) is not None and firsts.isdisjoint(text):
-        return None  # no character a match could begin with: it cannot match
+    if isinstance(pattern, UntrustedPattern):
+        if (firsts := pattern.firsts) is not None and firsts.isdisjoint(text):
+            return None  # no character a match could begin with: it cannot match
+        compiled = pattern._compiled  # noqa: SLF001 - the hot path: no call
+        if compiled is None:
+            compiled = _compile_now(pattern)
+    else:
+        compiled = compile_untrusted(pattern) if isinstance(pattern, str) else pattern
+        if (firsts := first_chars(source)) is not None and firsts.isdisjoint(text):
+            return None  # no character a match could begin with: it cannot match
     try:
         return compiled.search(text, timeout=limit)
     except TimeoutError:

@@ -158,3 +158,37 @@ def test_catalogs_have_at_most_256_patterns() -> None:
     ]
     with pytest.raises(IntentFilterError, match="more than 256 distinct patterns"):
         compile_catalog(many)
+
+
+def test_patterns_compile_on_first_use_and_decide_alike() -> None:
+    """A catalog's plain patterns are checked when it compiles, compiled when used.
+
+    The decisions are those of a catalog compiled at once: the same command
+    answers the same before and after its patterns compiled.
+    """
+    entries = [
+        {
+            "id": "fan",
+            "match": {"regex_any": ["(?:打开|开)风扇(?#first use)"]},
+            "slots": [{"name": "speed", "regex": r"(\d+)档(?#first use)"}],
+        },
+        {"id": "lamp", "match": {"regex_any": ["台灯(?#first use)"]}},
+    ]
+    catalog = compile_catalog(entries)
+    patterns = catalog.patterns
+    assert not any(p.is_compiled for p in patterns.values())
+    request = {
+        "command": "打开风扇调到3档",
+        "intent_catalog": entries,
+        "now": "2026-02-22T17:40:00+08:00",
+    }
+    first = filter_intents(request, compiled=catalog)
+    assert patterns["(?:打开|开)风扇(?#first use)"].is_compiled
+    assert patterns[r"(\d+)档(?#first use)"].is_compiled
+    assert not patterns["台灯(?#first use)"].is_compiled  # no 台 in the text
+    again = filter_intents(request, compiled=catalog)
+    for response in (first, again):
+        del response["meta"]["latency_ms"], response["request_id"]
+    assert first == again
+    assert first["intents"][0]["intent_id"] == "fan"
+    assert first["intents"][0]["normalized"] == {"speed": 3}

@@ -20,7 +20,7 @@ from typing import Any
 from zhconv_rs import zhconv
 
 from ..language import to_simplified
-from ..safe_regex import UnsafeRegexError, compile_untrusted
+from ..safe_regex import UnsafeRegexError, UntrustedPattern, check_untrusted
 from ..trie_regex import BUCKETS, alternation
 from ..untrusted import is_text
 from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
@@ -145,8 +145,9 @@ class Catalog:
     keyword_owners: dict[str, list[tuple[int, str]]]
     # intents with rules besides keywords (patterns, entity types, examples)
     rule_intents: frozenset[int]
-    # every pattern of the catalog, compiled once (when the catalog is)
-    patterns: dict[str, Any] = field(default_factory=dict)
+    # every pattern of the catalog, checked once (when the catalog is) and
+    # compiled by ``regex`` on its first use
+    patterns: dict[str, UntrustedPattern] = field(default_factory=dict)
     # (pattern, entity type, value) → what the pattern captures from a surface
     alignments: dict[tuple[str, str, str, str], tuple[str, str] | None] = field(
         default_factory=dict
@@ -232,12 +233,11 @@ def _strings(
     return out
 
 
-def _pattern(pattern: str, where: str) -> str:
+def _pattern(pattern: str, where: str) -> UntrustedPattern:
     try:
-        compile_untrusted(pattern)
+        return check_untrusted(pattern)
     except UnsafeRegexError as err:
         raise IntentFilterError(f"{where}: {err}") from None
-    return pattern
 
 
 def _entity_types(value: Any, where: str) -> tuple[str, ...]:
@@ -286,7 +286,7 @@ def _slot(
     if regex is not None:
         if not isinstance(regex, str) or not regex:
             raise IntentFilterError(f"{where}: regex must be a non-empty string")
-        compiled = compile_untrusted(_pattern(regex, f"{where} regex"))
+        compiled = _pattern(regex, f"{where} regex")
     group: int | str = 1 if regex is not None and compiled.groups else 0
     if "regex_group" in raw:
         group = raw["regex_group"]
@@ -388,7 +388,7 @@ def _intent(
     }
     patterns = {
         rule: tuple(
-            _pattern(p, _where(intent_id, rule))
+            _pattern(p, _where(intent_id, rule)).pattern
             for p in _strings(
                 match.get(rule, []),
                 _where(intent_id, rule),
@@ -525,7 +525,7 @@ def compile_catalog(entries: Any) -> Catalog:
         )
         for keyword in owners
     }
-    patterns: dict[str, Any] = {}
+    patterns: dict[str, UntrustedPattern] = {}
     for intent in intents:
         for rule_pattern in (
             *intent.regex_any,
@@ -538,7 +538,7 @@ def compile_catalog(entries: Any) -> Catalog:
                         f"intent_catalog has more than {MAX_CATALOG_PATTERNS} "
                         "distinct patterns"
                     )
-                patterns[rule_pattern] = compile_untrusted(rule_pattern)
+                patterns[rule_pattern] = check_untrusted(rule_pattern)
     rule_intents = frozenset(
         intent.index
         for intent in intents
