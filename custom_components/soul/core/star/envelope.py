@@ -159,21 +159,18 @@ def well_formed(envelope: Any) -> bool:
     )
 
 
-def well_formed_from(envelope: dict[str, Any], identity: Identity) -> bool:
-    """Return whether ``envelope`` is well formed and sent as ``identity``.
+def well_formed_from(envelope: dict[str, Any], party: dict[str, str]) -> bool:
+    """Return whether ``envelope`` is well formed and its sender is ``party``.
 
-    ``well_formed(envelope) and identity.is_party(envelope["sender"])`` for
-    an identity whose party is valid (``Identity.is_valid_party``): the sender
+    ``well_formed(envelope) and envelope["sender"] == party`` for a ``party``
+    that passes the sender checks (``Identity.is_valid_party``): the sender
     is then compared, not validated.
     """
     get = envelope.get
-    sender, recipient = get("sender"), get("recipient")
+    recipient = get("recipient")
     if not (
-        type(sender) is dict
+        get("sender") == party
         and type(recipient) is dict
-        and len(sender) == 2
-        and sender.get("id") == identity.client_id
-        and sender.get("type") == identity.client_type
         and get("type") in ENVELOPE_TYPES
         and "payload" in envelope
         and recipient.get("type", _MISSING) in PARTY_TYPES

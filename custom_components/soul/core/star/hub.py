@@ -162,8 +162,9 @@ class Connection:
     # Refusing its frames right now: one RATE_LIMITED error per stretch.
     limited: bool = False
     dropped: int = 0
-    # Its identity passes the sender checks: a sender equal to it is valid.
-    valid_party: bool = False
+    # ``identity.as_party()`` when it passes the sender checks (then a sender
+    # equal to it is valid), else None.
+    party: dict[str, str] | None = None
 
     @property
     def user_id(self) -> str | None:
@@ -351,7 +352,7 @@ class StarHub:
             old.closed = True
             old.close(CLOSE_GOING_AWAY, "replaced by a new connection")
         self._by_key[self._key(identity)] = connection
-        connection.valid_party = identity.is_valid_party()
+        connection.party = identity.as_party() if identity.is_valid_party() else None
         if greet:
             self._send(connection, self._heartbeat(identity))
         self._changed()
@@ -496,18 +497,19 @@ class StarHub:
     ) -> None:
         """Validate, check and route one envelope (``index``: its place in a batch)."""
         now = self._clock()
+        party = connection.party
         if not (
             # The usual case, cheaply: well formed and sent as the connection.
             type(envelope) is dict
-            and connection.valid_party
-            and well_formed_from(envelope, connection.identity)
+            and party is not None
+            and well_formed_from(envelope, party)
         ) and not self._checked(connection, envelope, index):
             return
         kind = envelope["type"]
-        if kind == "heartbeat":
-            return  # a client's pong: last_seen is updated
-        if kind == "error":
-            self.stats.errors += 1
+        if kind != "message":
+            if kind == "heartbeat":
+                return  # a client's pong: last_seen is updated
+            self.stats.errors += 1  # a client's error
         self._route(connection, envelope, text, now, index=index)
 
     def _checked(
@@ -558,11 +560,9 @@ class StarHub:
         now = self._clock()
         connection.last_seen = now
         connection.received += 1
-        size = (
-            len(raw)
-            if isinstance(raw, bytes)
-            else utf8_size(raw, self.max_message_bytes)
-        )
+        size = len(raw)
+        if size * 4 > self.max_message_bytes and isinstance(raw, str):
+            size = utf8_size(raw, self.max_message_bytes)  # maybe too large
         if size > self.max_message_bytes:
             self._error(
                 connection,
@@ -662,6 +662,12 @@ class StarHub:
                 target = self._by_key.get((env, "environment", recipient_id))
             else:
                 target = None
+            if target is not None and target.local is None:  # the usual case
+                self._send(target, text)
+                stats = self.stats
+                stats.routed += 1
+                stats.latencies.append(self._clock() - started)
+                return
             targets: tuple[Connection, ...] = () if target is None else (target,)
         else:
             targets = tuple(self._targets(sender, recipient))
