@@ -62,14 +62,7 @@ async def async_get_config_entry_diagnostics(
                 "catalog_intents": len(t.catalog.intents) if t.catalog else 0,
                 "last_intent_decision": None
                 if t.last_decision is None
-                else {
-                    "action": t.last_decision.action,
-                    "reason": t.last_decision.reason,
-                    "trigger_intent_id": t.last_decision.trigger_intent_id,
-                    "intent_ids": list(t.last_decision.intent_ids),
-                    "confidence": t.last_decision.confidence,
-                    "at": t.last_decision.at.isoformat(),
-                },
+                else t.last_decision.as_dict(),
             }
             for t in runtime.registry
         ],

@@ -51,16 +51,12 @@ class TerminalSensorDescription(SensorEntityDescription):
 
 
 def _decision_attributes(terminal: Terminal) -> Mapping[str, Any] | None:
-    decision = terminal.last_decision
-    if decision is None:
+    if (decision := terminal.last_decision) is None:
         return None
-    return {
-        "reason": decision.reason,
-        "trigger_intent_id": decision.trigger_intent_id,
-        "intent_ids": list(decision.intent_ids),
-        "confidence": decision.confidence,
-        "decided_at": decision.at.isoformat(),
-    }
+    attributes = decision.as_dict()
+    del attributes["action"]  # the state
+    attributes["decided_at"] = attributes.pop("at")
+    return attributes
 
 
 SENSORS: tuple[TerminalSensorDescription, ...] = (

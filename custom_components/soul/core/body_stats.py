@@ -112,13 +112,6 @@ class DecisionLog:
     def of(self, terminal_id: str) -> list[dict[str, Any]]:
         """Return a terminal's last decisions, newest first, for APIs."""
         return [
-            {
-                "action": d.action,
-                "reason": d.reason,
-                "trigger_intent_id": d.trigger_intent_id,
-                "intent_ids": list(d.intent_ids),
-                "confidence": d.confidence,
-                "at": d.at.timestamp(),
-            }
+            {**d.as_dict(), "at": d.at.timestamp()}  # the panel's clock: epoch seconds
             for d in reversed(self._log.get(terminal_id, ()))
         ]

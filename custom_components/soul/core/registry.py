@@ -113,6 +113,17 @@ class Decision:
     confidence: float | None
     at: datetime
 
+    def as_dict(self) -> dict[str, Any]:
+        """Return the decision for APIs, attributes and diagnostics (``at`` in ISO 8601)."""
+        return {
+            "action": self.action,
+            "reason": self.reason,
+            "trigger_intent_id": self.trigger_intent_id,
+            "intent_ids": list(self.intent_ids),
+            "confidence": self.confidence,
+            "at": self.at.isoformat(),
+        }
+
 
 def accept_version(current: int | None, new: int) -> bool:
     """Apply §3.3's version rules: no rollback, no 0 over a version, equal overwrites."""
