@@ -27,11 +27,6 @@ import custom_components  # noqa: F401  # isort: skip  # before the test helpers
 from aiohttp import ClientSession, test_utils
 from homeassistant import loader
 from homeassistant.auth.const import GROUP_ID_ADMIN
-from homeassistant.components import mqtt
-from homeassistant.components.mqtt.const import (
-    CONFIG_ENTRY_MINOR_VERSION,
-    CONFIG_ENTRY_VERSION,
-)
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
@@ -44,6 +39,7 @@ from pytest_homeassistant_custom_component.common import (
 from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
 from devtools.body_sim import default_catalog, default_skills
 from devtools.broker import MqttBroker, free_port
+from devtools.ha_mqtt import async_setup_mqtt
 
 CLIENT_ID = "https://soul.bench/"
 
@@ -60,23 +56,7 @@ async def home_assistant(broker: MqttBroker) -> AsyncIterator[HomeAssistant]:
         async with async_test_home_assistant(config_dir=name) as hass:
             hass.data.pop(loader.DATA_CUSTOM_COMPONENTS, None)  # load ours
             assert await async_setup_component(hass, "homeassistant", {})
-            entry = MockConfigEntry(
-                domain=mqtt.DOMAIN,
-                data={mqtt.CONF_BROKER: broker.host, "port": broker.port},
-                version=CONFIG_ENTRY_VERSION,
-                minor_version=CONFIG_ENTRY_MINOR_VERSION,
-            )
-            entry.add_to_hass(hass)
-            assert await hass.config_entries.async_setup(entry.entry_id)
-            connected = asyncio.Event()
-            unsubscribe = mqtt.async_subscribe_connection_status(
-                hass, lambda up: connected.set() if up else None
-            )
-            if mqtt.is_connected(hass):
-                connected.set()
-            async with asyncio.timeout(20):
-                await connected.wait()
-            unsubscribe()
+            entry = await async_setup_mqtt(hass, broker)
             try:
                 yield hass
             finally:

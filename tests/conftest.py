@@ -6,20 +6,14 @@ puts its own ``testing_config/custom_components`` package in the way.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, Generator
 from pathlib import Path
 from typing import Any
 from unittest.mock import Mock, PropertyMock, patch
 
 import custom_components  # noqa: F401  # isort: skip
-from homeassistant.components import mqtt
-from homeassistant.components.mqtt.const import (
-    CONFIG_ENTRY_MINOR_VERSION,
-    CONFIG_ENTRY_VERSION,
-)
 from homeassistant.config_entries import ConfigEntryState
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -32,6 +26,7 @@ import pytest_socket
 from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
 from devtools.broker import MqttBroker
 from devtools.fake_llm import FakeOpenAI
+from devtools.ha_mqtt import async_setup_mqtt
 
 from .mem0_environment import prepare_mem0
 
@@ -112,27 +107,7 @@ async def real_mqtt(
     hass: HomeAssistant, mqtt_broker: MqttBroker, mock_hass_config: None
 ) -> AsyncGenerator[MockConfigEntry]:
     """Home Assistant's MQTT integration, connected to the real broker."""
-    entry = MockConfigEntry(
-        domain=mqtt.DOMAIN,
-        data={mqtt.CONF_BROKER: mqtt_broker.host, "port": mqtt_broker.port},
-        version=CONFIG_ENTRY_VERSION,
-        minor_version=CONFIG_ENTRY_MINOR_VERSION,
-    )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    connected = asyncio.Event()
-
-    @callback
-    def on_status(state: bool) -> None:
-        if state:
-            connected.set()
-
-    unsubscribe_status = mqtt.async_subscribe_connection_status(hass, on_status)
-    if mqtt.is_connected(hass):
-        connected.set()
-    async with asyncio.timeout(10):
-        await connected.wait()
-    unsubscribe_status()
+    entry = await async_setup_mqtt(hass, mqtt_broker, timeout=10)
     yield entry
     assert await hass.config_entries.async_unload(entry.entry_id)
 
