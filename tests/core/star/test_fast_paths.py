@@ -212,3 +212,211 @@ def _frame(text: str) -> bytes:
         else bytes([0x81, 0x80 | 126]) + len(data).to_bytes(2, "big")
     )
     return header + b"\0\0\0\0" + data
+
+
+# -- receive_now: the answers of receive -------------------------------------------
+
+FRAMES: list[str | bytes] = [
+    json.dumps(GOOD),
+    *(json.dumps(envelope) for envelope in ENVELOPES),
+    json.dumps([GOOD, _with(type="chat"), 7, _with(message_id="m2")]),
+    "[]",
+    "{not json",
+    '{"a": "\\ud800"}',
+    "[" * 40 + "]" * 40,
+    json.dumps(GOOD).encode(),
+    b"\xff\xfe",
+    json.dumps(_with(recipient={"id": "agent_2", "type": "agent"})),
+    json.dumps(_with(recipient={"id": "world_2", "type": "environment"})),
+    json.dumps(_with(recipient={"id": "human_1", "type": "human"})),
+    json.dumps(_with(sender={"id": "agent_2", "type": "agent"})),
+    json.dumps(_with(sender={"type": "agent", "id": "agent_1"})),
+]
+
+
+class _Peer:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def send(self, text: str) -> bool:
+        self.texts.append(text)
+        return True
+
+    def close(self, _code: int, _reason: str) -> None:
+        pass
+
+    def received(self) -> list[Any]:
+        """The frames, errors without their timestamp (the only part that varies)."""
+        frames = [json.loads(text) for text in self.texts]
+        for frame in frames:
+            if frame["type"] == "error":
+                frame.pop("timestamp")
+        return frames
+
+
+AGENT = Identity("agent", "agent_1", "world_1")
+
+
+def _world(
+    agent_identity: Identity = AGENT,
+) -> tuple[StarHub, Any, _Peer, _Peer, _Peer]:
+    hub = StarHub(clock=lambda: 1000.0)
+    peers = _Peer(), _Peer(), _Peer()
+    hub.connect(Identity("environment", "world_1", "world_1"), peers[0].send,
+                peers[0].close)  # fmt: skip
+    hub.connect(Identity("agent", "agent_2", "world_1"), peers[1].send, peers[1].close)
+    agent = hub.connect(agent_identity, peers[2].send, peers[2].close)
+    for peer in peers:
+        peer.texts.clear()
+    return hub, agent, *peers
+
+
+@pytest.mark.parametrize("raw", FRAMES)
+def test_receive_now_answers_as_receive(raw: str | bytes) -> None:
+    slow_hub, slow_agent, *slow = _world()
+    fast_hub, fast_agent, *fast = _world()
+    slow_hub.receive(slow_agent, raw)
+    for _ in fast_hub.receive_now(fast_agent, raw):
+        pass
+    assert [peer.received() for peer in fast] == [peer.received() for peer in slow]
+    # What is routed is the frame as sent, byte for byte.
+    assert [peer.texts for peer in fast[:2]] == [peer.texts for peer in slow[:2]]
+    assert fast_hub.stats.routed == slow_hub.stats.routed
+    assert fast_hub.stats.errors == slow_hub.stats.errors
+
+
+def test_receive_now_handles_one_envelope_at_once_and_a_batch_in_steps() -> None:
+    hub, agent, world, _other, _peer = _world()
+    assert hub.receive_now(agent, json.dumps(GOOD)) == ()
+    assert world.texts == [json.dumps(GOOD)]
+    steps = iter(hub.receive_now(agent, json.dumps([GOOD, GOOD, GOOD])))
+    assert len(world.texts) == 1  # a batch: nothing before the first step
+    next(steps)
+    assert len(world.texts) == 2
+    hub.disconnect(agent)
+    assert list(steps) == []
+    assert len(world.texts) == 2
+    assert hub.receive_now(agent, json.dumps(GOOD)) == ()  # closed: nothing
+    assert len(world.texts) == 2
+
+
+def test_an_identity_that_fails_the_sender_checks_is_validated_in_full() -> None:
+    """A transport's identity is not trusted to be valid: its envelopes are checked."""
+    bad = Identity("agent", "a!", "world_1")
+    hub, agent, world, _other, peer = _world(bad)
+    assert agent.party is None
+    raw = json.dumps(_with(sender=bad.as_party()))
+    for _ in hub.receive_now(agent, raw):
+        pass
+    assert world.texts == []
+    [error] = peer.received()
+    assert error["payload"]["error_code"] == "VALIDATION_ERROR"
+    assert any(
+        "sender.id" in p for p in error["payload"]["details"]["validation_errors"]
+    )
+
+
+@pytest.mark.parametrize("envelope", [e for e in ENVELOPES if isinstance(e, dict)])
+def test_the_sender_quick_check_is_the_quick_check_and_the_sender(
+    envelope: dict[str, Any],
+) -> None:
+    party = Identity("agent", "agent_1", "world_1").as_party()
+    assert envelope_module.well_formed_from(envelope, party) == (
+        envelope_module.well_formed(envelope) and envelope["sender"] == party
+    )
+
+
+# -- a write started by hand and finished by a task ---------------------------------
+
+
+async def test_a_suspended_write_is_finished_by_the_task_that_awaits_it() -> None:
+    loop = asyncio.get_running_loop()
+    done: list[Any] = []
+
+    async def write(future: asyncio.Future[str]) -> None:
+        done.append(await future)
+        done.append(await asyncio.sleep(0, "after"))
+
+    future: asyncio.Future[str] = loop.create_future()
+    coroutine = write(future)
+    waiting = coroutine.send(None)  # suspends on the future
+    task = loop.create_task(_await(transport._Resumed(coroutine, waiting)))
+    await asyncio.sleep(0)
+    assert not task.done()
+    future.set_result("drained")
+    await task
+    assert done == ["drained", "after"]
+
+
+async def test_a_suspended_write_takes_the_exception_and_the_cancellation() -> None:
+    loop = asyncio.get_running_loop()
+    seen: list[str] = []
+
+    async def write(future: asyncio.Future[None]) -> None:
+        try:
+            await future
+        except ConnectionResetError:
+            seen.append("failed")
+            raise
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    failing: asyncio.Future[None] = loop.create_future()
+    coroutine = write(failing)
+    task = loop.create_task(_await(transport._Resumed(coroutine, coroutine.send(None))))
+    await asyncio.sleep(0)
+    failing.set_exception(ConnectionResetError())
+    with pytest.raises(ConnectionResetError):
+        await task
+    waiting: asyncio.Future[None] = loop.create_future()
+    coroutine = write(waiting)
+    task = loop.create_task(_await(transport._Resumed(coroutine, coroutine.send(None))))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == ["failed", "cancelled"]
+
+
+async def _await(awaitable: transport._Resumed) -> None:
+    await awaitable
+
+
+async def test_writes_that_wait_for_a_client_not_reading_arrive_in_order(
+    server: StarServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The socket fills: a write suspends, a task finishes it, the rest queue behind."""
+    resumed = 0
+    resumed_class = transport._Resumed
+
+    class Counting(resumed_class):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any) -> None:
+            nonlocal resumed
+            resumed += 1
+            super().__init__(*args)
+
+    monkeypatch.setattr(transport, "_Resumed", Counting)
+    big = "x" * 400_000
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"{server.base_url}/env/world_1") as world,
+        session.ws_connect(f"{server.base_url}/env/world_1/agent/agent_1") as agent,
+    ):
+        assert (await world.receive_json(timeout=3))["type"] == "heartbeat"
+        assert (await agent.receive_json(timeout=3))["type"] == "heartbeat"
+        for sequence in range(40):  # 16 MB the world does not read yet
+            frame = json.loads(_message(sequence))
+            frame["payload"]["data"] = big
+            await agent.send_str(json.dumps(frame))
+        for _ in range(200):  # until the hub has routed them all
+            if server.hub.stats.routed >= 40:
+                break
+            await asyncio.sleep(0.02)
+        got = [
+            (await world.receive_json(timeout=10))["payload"]["sequence"]
+            for _ in range(40)
+        ]
+    assert got == list(range(40))
+    assert resumed >= 1
+    assert server.hub.stats.dropped_slow == 0
