@@ -278,7 +278,9 @@ class SoulDeviceEntity(Entity):
         await super().async_added_to_hass()
         self._shown = self._state_key()
         self.async_on_remove(
-            self.entry.runtime_data.souls.subscribe(self._async_soul_event)
+            self.entry.runtime_data.souls.subscribe(
+                self._async_soul_event, soul_id=self.soul_id
+            )
         )
 
     @callback

@@ -28,7 +28,11 @@ class UserEmotionEvent(TerminalEntity, EventEntity):
     async def async_added_to_hass(self) -> None:
         """Follow the terminal and the souls' user turns."""
         await super().async_added_to_hass()
-        self.async_on_remove(self.entry.runtime_data.souls.subscribe(self._async_turn))
+        self.async_on_remove(
+            self.entry.runtime_data.souls.subscribe(
+                self._async_turn, terminal_id=self.terminal_id
+            )
+        )
 
     @callback
     def _async_turn(self, event: SoulEvent) -> None:

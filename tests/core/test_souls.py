@@ -361,6 +361,31 @@ async def test_tick_events_read_their_payloads_like_a_list() -> None:
         published[2]
 
 
+async def test_listeners_of_one_soul_or_one_terminal_hear_only_theirs() -> None:
+    """``subscribe(soul_id=…)`` hears that soul; ``terminal_id=…`` its user turns."""
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP"), Soul("s2", "Kai", "INTJ")])
+    hub.bind("t1", "s1")
+    hub.bind("t2", "s2")
+    env.online.update({"t1", "t2"})
+    of_s1: list[SoulEvent] = []
+    of_t2: list[SoulEvent] = []
+    stop_s1 = hub.subscribe(of_s1.append, soul_id="s1")
+    hub.subscribe(of_t2.append, terminal_id="t2")
+    env.clock.now += 3
+    await hub.tick()
+    await hub.user_turn("t1", "你好", "sess-1")
+    await hub.user_turn("t2", "你好", "sess-2")
+    assert [(e.soul_id, e.terminal_id) for e in of_s1] == [("s1", None), ("s1", "t1")]
+    assert [(e.soul_id, e.terminal_id) for e in of_t2] == [("s2", "t2")]
+    assert len(env.events) == 4  # the listener of everything heard all
+    stop_s1()
+    await hub.user_turn("t1", "你好", "sess-1")
+    assert len(of_s1) == 2
+    assert len(env.events) == 5
+
+
 async def test_tick_yields_to_the_loop_between_chunks_of_souls() -> None:
     """A tick over many souls lets other tasks run, even if publish never waits."""
     env = Env()

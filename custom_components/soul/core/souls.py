@@ -70,6 +70,7 @@ TICK_CHUNK = 64  # souls a tick publishes to before it yields to the event loop
 _EMOTION_UPDATE_QOS_RETAIN = QOS_RETAIN[Kind.EMOTION_UPDATE]
 
 type Recognizer = Callable[[str], Mapping[str, Any]]
+type Listener = Callable[[SoulEvent], None]
 
 
 class SoulError(ValueError):
@@ -173,7 +174,10 @@ class SoulHub:
         # Terminal ids whose first connection was handled, oldest first.
         self._seen: dict[str, None] = {}
         self._last_hint_soul = float("-inf")
-        self._listeners: list[Callable[[SoulEvent], None]] = []
+        # Listeners of every event, of one soul's, of one terminal's user turns.
+        self._listeners: list[Listener] = []
+        self._soul_listeners: dict[str, list[Listener]] = {}
+        self._terminal_listeners: dict[str, list[Listener]] = {}
         self._binding_listeners: list[Callable[[], None]] = []
         # Grows whenever the set of souls (or a name) changes: a cheap "same
         # souls as before?" for listeners told of every binding.
@@ -372,10 +376,38 @@ class SoulHub:
 
     # -- emotion --------------------------------------------------------------
 
-    def subscribe(self, listener: Callable[[SoulEvent], None]) -> Callable[[], None]:
-        """Call ``listener`` with every ``SoulEvent``; return the unsubscriber."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+    def subscribe(
+        self,
+        listener: Listener,
+        *,
+        soul_id: str | None = None,
+        terminal_id: str | None = None,
+    ) -> Callable[[], None]:
+        """Call ``listener`` with every ``SoulEvent``; return the unsubscriber.
+
+        With ``soul_id``, only that soul's events; with ``terminal_id``, only
+        the user turns spoken through that terminal. A tick tells every soul's
+        listeners, so an entity of one soul or one body listens to its own:
+        a thousand of them are not called for each of a thousand souls.
+        """
+        if soul_id is not None:
+            listeners = self._soul_listeners.setdefault(soul_id, [])
+        elif terminal_id is not None:
+            listeners = self._terminal_listeners.setdefault(terminal_id, [])
+        else:
+            listeners = self._listeners
+        listeners.append(listener)
+
+        def unsubscribe() -> None:
+            listeners.remove(listener)
+            for by_key, key in (
+                (self._soul_listeners, soul_id),
+                (self._terminal_listeners, terminal_id),
+            ):
+                if key is not None and not listeners and by_key.get(key) is listeners:
+                    del by_key[key]
+
+        return unsubscribe
 
     def snapshot(self, soul_id: str) -> EmotionSnapshot | None:
         """Return the soul's emotion as of its last evolution."""
@@ -445,7 +477,10 @@ class SoulHub:
 
     def _notify(self, event: SoulEvent) -> None:
         self._last[event.soul_id] = event.snapshot
-        for listener in list(self._listeners):
+        listeners = [*self._listeners, *self._soul_listeners.get(event.soul_id, ())]
+        if event.terminal_id is not None:
+            listeners.extend(self._terminal_listeners.get(event.terminal_id, ()))
+        for listener in listeners:
             try:
                 listener(event)
             except Exception:
