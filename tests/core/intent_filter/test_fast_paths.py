@@ -16,9 +16,10 @@ import pytest
 import regex
 
 from benchmarks.intent_filter import big_catalog, body_catalogs
-from custom_components.soul.core import safe_regex
+from custom_components.soul.core import safe_regex, trie_regex
 from custom_components.soul.core.intent_filter import (
     cached_catalog,
+    catalog as catalog_module,
     clear_compile_cache,
     compile_catalog,
     filter_intents,
@@ -32,6 +33,10 @@ from custom_components.soul.core.safe_regex import (
     first_chars,
     search,
 )
+from custom_components.soul.core.trie_regex import alternation, compile_keywords, trie
+
+sre_compiler: Any = re._compiler  # type: ignore[attr-defined]
+sre_parse: Any = re._parser  # type: ignore[attr-defined]
 
 EVAL = Path(__file__).resolve().parents[2] / "data" / "eval"
 COMMANDS = [
@@ -276,3 +281,52 @@ def test_regex_module_compiles_what_first_chars_reads() -> None:
             if "regex" in slot:
                 assert first_chars(slot["regex"]) is not None
                 assert regex.compile(slot["regex"], regex.VERSION0)
+
+
+@pytest.mark.parametrize("buckets", [1, 3, 8])
+def test_keywords_compile_to_the_program_of_their_source(buckets: int) -> None:
+    """``compile_keywords`` hands ``re`` the tree its parser makes of the source.
+
+    The same program (``re``'s compiled code), so the same matches at the same
+    speed, for words full of characters the source must escape.
+    """
+    rng = random.Random(buckets)  # noqa: S311 - reproducible test data, not secrets
+    alphabet = "ab灯开关-[]{}()*+?.^$|\\ #的x"
+    built: list[Any] = []
+    compile_tree = trie_regex._sre_compiler.compile
+
+    def keep(tree: Any, flags: int = 0) -> Any:
+        built.append(tree)
+        return compile_tree(tree, flags)
+
+    for _ in range(150):
+        words = {
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5)))
+            for _ in range(rng.randint(1, 40))
+        }
+        source = "(?=(" + alternation(words, buckets=buckets) + "))"
+        built.clear()
+        trie_regex._sre_compiler.compile = keep
+        try:
+            pattern = compile_keywords(words, buckets=buckets)
+        finally:
+            trie_regex._sre_compiler.compile = compile_tree
+        parsed = sre_parse.parse(source)
+        assert sre_compiler._code(built[0], 0) == sre_compiler._code(parsed, 0)
+        reference = re.compile(source)
+        assert (pattern.flags, pattern.groups) == (reference.flags, reference.groups)
+        text = "".join(rng.choice(alphabet) for _ in range(60))
+        assert [m.group(1) for m in pattern.finditer(text)] == [
+            m.group(1) for m in reference.finditer(text)
+        ]
+
+
+def test_keyword_prefixes_are_the_keywords_they_begin_with() -> None:
+    words = ["开", "开灯", "开灯光", "灯", "打开", "x", "xy", "xyz"]
+    prefixes = catalog_module._prefixes(words, trie(words))
+    assert prefixes == {
+        word: tuple(
+            word[:end] for end in range(len(word), 0, -1) if word[:end] in words
+        )
+        for word in words
+    }

@@ -21,7 +21,7 @@ from zhconv_rs import zhconv
 
 from ..language import to_simplified
 from ..safe_regex import UnsafeRegexError, UntrustedPattern, check_untrusted
-from ..trie_regex import BUCKETS, alternation
+from ..trie_regex import BUCKETS, Trie, compile_trie, trie
 from ..untrusted import is_text
 from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
 
@@ -196,56 +196,71 @@ def _where(intent_id: str | None, key: str) -> str:
     return f"intent {intent_id!r}: {key}" if intent_id else key
 
 
-def _number(value: Any, where: str, low: float, high: float) -> float:
+# Where a value is, for an error: text, or (intent id, key) written out only
+# when there is an error (a catalog checks thousands of values).
+type Where = str | tuple[str | None, str]
+
+
+def _say(where: Where) -> str:
+    return where if isinstance(where, str) else _where(*where)
+
+
+def _number(value: Any, where: Where, low: float, high: float) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
         or not low <= value <= high
     ):
-        raise IntentFilterError(f"{where} must be a number from {low:g} to {high:g}")
+        raise IntentFilterError(
+            f"{_say(where)} must be a number from {low:g} to {high:g}"
+        )
     return float(value)
 
 
 def _strings(
     value: Any,
-    where: str,
+    where: Where,
     *,
     limit: int = MAX_LIST_ITEMS,
     length: int = MAX_KEYWORD_LENGTH,
 ) -> list[str]:
     if not isinstance(value, list):
-        raise IntentFilterError(f"{where} must be a list of strings")
+        raise IntentFilterError(f"{_say(where)} must be a list of strings")
     if len(value) > limit:
-        raise IntentFilterError(f"{where} has more than {limit} items")
+        raise IntentFilterError(f"{_say(where)} has more than {limit} items")
     out = []
     for item in value:
-        if not isinstance(item, str) or not item.strip():
-            raise IntentFilterError(f"{where} must contain non-empty strings")
+        if not isinstance(item, str) or not (stripped := item.strip()):
+            raise IntentFilterError(f"{_say(where)} must contain non-empty strings")
         if len(item) > length:
-            raise IntentFilterError(f"{where} item longer than {length} characters")
+            raise IntentFilterError(
+                f"{_say(where)} item longer than {length} characters"
+            )
         if not is_text(item, length):
             raise IntentFilterError(
-                f"{where} item {item[:40]!r} holds a control character or a lone "
-                "surrogate"
+                f"{_say(where)} item {item[:40]!r} holds a control character or "
+                "a lone surrogate"
             )
-        out.append(item.strip())
+        out.append(stripped)
     return out
 
 
-def _pattern(pattern: str, where: str) -> UntrustedPattern:
+def _pattern(pattern: str, where: Where) -> UntrustedPattern:
     try:
         return check_untrusted(pattern)
     except UnsafeRegexError as err:
-        raise IntentFilterError(f"{where}: {err}") from None
+        raise IntentFilterError(f"{_say(where)}: {err}") from None
 
 
-def _entity_types(value: Any, where: str) -> tuple[str, ...]:
+def _entity_types(value: Any, where: Where) -> tuple[str, ...]:
+    if value == [] and isinstance(value, list):
+        return ()
     types = [ENTITY_TYPE_ALIASES.get(t, t) for t in _strings(value, where, limit=16)]
     unknown = sorted(set(types) - ENTITY_TYPE_NAMES)
     if unknown:
         raise IntentFilterError(
-            f"{where}: unknown entity type {unknown[0]!r} "
+            f"{_say(where)}: unknown entity type {unknown[0]!r} "
             f"(known: {', '.join(sorted(ENTITY_TYPE_NAMES))})"
         )
     return tuple(dict.fromkeys(types))
@@ -267,8 +282,63 @@ def _is_moment(
     return False
 
 
+class _Shared[V]:
+    """Compiled parts by content, shared by every catalog that holds them.
+
+    Bodies of one kind publish the same intents, slots and keywords: each is
+    checked and compiled once, and one copy serves every catalog (a catalog
+    costs its own memory only for what is its own). Only what passed every
+    check is kept, so an error is always found again, with its own wording.
+    Bounded: the oldest entries go first.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: dict[Any, V] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> V | None:
+        return self._items.get(key)
+
+    def keep(self, key: Any, value: V) -> V:
+        with self._lock:
+            kept = self._items.setdefault(key, value)
+            while len(self._items) > self._size:
+                del self._items[next(iter(self._items))]
+        return kept
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+def _content(raw: Any) -> bytes | None:
+    """Return a key for plain JSON content (None for anything else)."""
+    try:
+        return marshal.dumps(raw, 2)
+    except (TypeError, ValueError):
+        return None
+
+
+_shared_slots: _Shared[Slot] = _Shared(4096)
+_shared_intents: _Shared[Intent] = _Shared(4096)
+
+
 def _slot(
     raw: Any, intent_id: str, seen: set[str], folder: Callable[[str], str] = fold
+) -> Slot:
+    key = _content(raw)
+    if key is not None and (slot := _shared_slots.get(key)) is not None:
+        if slot.name in seen:
+            raise IntentFilterError(_where(intent_id, f"duplicate slot {slot.name!r}"))
+        seen.add(slot.name)
+        return slot
+    slot = _checked_slot(raw, intent_id, seen, folder)
+    return slot if key is None else _shared_slots.keep(key, slot)
+
+
+def _checked_slot(
+    raw: Any, intent_id: str, seen: set[str], folder: Callable[[str], str]
 ) -> Slot:
     if not isinstance(raw, Mapping):
         raise IntentFilterError(_where(intent_id, "every slot must be an object"))
@@ -345,6 +415,22 @@ def _slot(
 def _intent(
     index: int, raw: Any, seen: set[str], folder: Callable[[str], str] = fold
 ) -> Intent:
+    content = _content(raw)
+    key = None if content is None else (index, content)
+    if key is not None and (intent := _shared_intents.get(key)) is not None:
+        if intent.id in seen:
+            raise IntentFilterError(
+                f"duplicate intent id {intent.id!r} in intent_catalog"
+            )
+        seen.add(intent.id)
+        return intent
+    intent = _checked_intent(index, raw, seen, folder)
+    return intent if key is None else _shared_intents.keep(key, intent)
+
+
+def _checked_intent(
+    index: int, raw: Any, seen: set[str], folder: Callable[[str], str]
+) -> Intent:
     if not isinstance(raw, Mapping):
         raise IntentFilterError("every intent_catalog entry must be an object")
     intent_id = raw.get("id")
@@ -380,7 +466,7 @@ def _intent(
         rule: tuple(
             dict.fromkeys(
                 form
-                for k in _strings(match.get(rule, []), _where(intent_id, rule))
+                for k in _strings(match.get(rule, []), (intent_id, rule))
                 for form in (k.lower(), folder(k))
             )
         )
@@ -388,10 +474,10 @@ def _intent(
     }
     patterns = {
         rule: tuple(
-            _pattern(p, _where(intent_id, rule)).pattern
+            _pattern(p, (intent_id, rule)).pattern
             for p in _strings(
                 match.get(rule, []),
-                _where(intent_id, rule),
+                (intent_id, rule),
                 limit=MAX_PATTERNS,
                 length=4096,
             )
@@ -400,7 +486,7 @@ def _intent(
     }
     examples = _strings(
         match.get("examples", []),
-        _where(intent_id, "examples"),
+        (intent_id, "examples"),
         limit=MAX_EXAMPLES,
         length=MAX_EXAMPLE_LENGTH,
     )
@@ -408,7 +494,7 @@ def _intent(
     slots_raw = raw.get("slots", [])
     if not isinstance(slots_raw, list) or len(slots_raw) > MAX_SLOTS:
         raise IntentFilterError(
-            _where(intent_id, f"slots must be a list of at most {MAX_SLOTS} objects")
+            (intent_id, f"slots must be a list of at most {MAX_SLOTS} objects")
         )
     slot_names: set[str] = set()
     return Intent(
@@ -417,26 +503,24 @@ def _intent(
         name=name,
         priority=_number(
             raw.get("priority", DEFAULT_PRIORITY),
-            _where(intent_id, "priority"),
+            (intent_id, "priority"),
             -1e6,
             1e6,
         ),
-        hint_score=_number(
-            raw.get("hint_score", 0), _where(intent_id, "hint_score"), 0, 1
-        ),
+        hint_score=_number(raw.get("hint_score", 0), (intent_id, "hint_score"), 0, 1),
         min_confidence=None
         if min_confidence is None
-        else _number(min_confidence, _where(intent_id, "min_confidence"), 0, 1),
+        else _number(min_confidence, (intent_id, "min_confidence"), 0, 1),
         keywords_any=keywords["keywords_any"],
         keywords_all=keywords["keywords_all"],
         negative_keywords=keywords["negative_keywords"],
         regex_any=patterns["regex_any"],
         regex_all=patterns["regex_all"],
         entity_types_any=_entity_types(
-            match.get("entity_types_any", []), _where(intent_id, "entity_types_any")
+            match.get("entity_types_any", []), (intent_id, "entity_types_any")
         ),
         entity_types_all=_entity_types(
-            match.get("entity_types_all", []), _where(intent_id, "entity_types_all")
+            match.get("entity_types_all", []), (intent_id, "entity_types_all")
         ),
         examples=tuple(bigrams(e, folder) for e in examples),
         slots=tuple(_slot(s, intent_id, slot_names, folder) for s in slots_raw),
@@ -471,6 +555,25 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
                     key for key in value_map if is_text(key, MAX_EXAMPLE_LENGTH)
                 )
     return texts
+
+
+def _prefixes(keywords: Iterable[str], root: Trie) -> dict[str, tuple[str, ...]]:
+    """Return each keyword's prefixes that are keywords too, longest first.
+
+    Read along the keyword's path in the trie of all keywords (where a word
+    ends there): at most ``MAX_KEYWORD_LENGTH`` steps per keyword, so linear
+    in the catalog.
+    """
+    prefixes: dict[str, tuple[str, ...]] = {}
+    for keyword in keywords:
+        node = root
+        ends = []
+        for position, char in enumerate(keyword, 1):
+            node = node[char]
+            if "" in node and position < len(keyword):
+                ends.append(keyword[:position])
+        prefixes[keyword] = (keyword, *reversed(ends)) if ends else (keyword,)
+    return prefixes
 
 
 def compile_catalog(entries: Any) -> Catalog:
@@ -510,21 +613,9 @@ def compile_catalog(entries: Any) -> Catalog:
     # Lookahead buckets pay off only for many first characters: below that,
     # ``re``'s own first-character check on one trie is several times faster.
     buckets = 1 if len({keyword[0] for keyword in owners}) <= FEW_FIRSTS else BUCKETS
-    pattern = (
-        re.compile("(?=(" + alternation(owners, buckets=buckets) + "))")
-        if owners
-        else None
-    )
-    # Each keyword's prefixes that are keywords too, longest first: at most
-    # MAX_KEYWORD_LENGTH look-ups per keyword, so linear in the catalog.
-    prefixes = {
-        keyword: tuple(
-            keyword[:end]
-            for end in range(len(keyword), 0, -1)
-            if keyword[:end] in owners
-        )
-        for keyword in owners
-    }
+    root = trie(owners)
+    pattern = compile_trie(root, buckets=buckets) if owners else None
+    prefixes = _prefixes(owners, root)
     patterns: dict[str, UntrustedPattern] = {}
     for intent in intents:
         for rule_pattern in (
@@ -592,3 +683,5 @@ def clear_compile_cache() -> None:
     """Forget every compiled catalog (benchmarks use it to measure cold compiles)."""
     with _cache_lock:
         _cache.clear()
+    _shared_slots.clear()
+    _shared_intents.clear()
