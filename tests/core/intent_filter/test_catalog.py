@@ -192,3 +192,43 @@ def test_patterns_compile_on_first_use_and_decide_alike() -> None:
     assert first == again
     assert first["intents"][0]["intent_id"] == "fan"
     assert first["intents"][0]["normalized"] == {"speed": 3}
+
+
+def test_catalogs_share_what_they_hold_alike() -> None:
+    """Equal intents, slots and keyword indexes are one copy for every catalog."""
+    clear_compile_cache()
+    first = compile_catalog([*OK, {"id": "fan", "slots": [{"name": "speed"}]}])
+    second = compile_catalog([*OK, {"id": "fan", "slots": [{"name": "speed"}]}])
+    assert first is not second
+    assert first.intents[0] is second.intents[0]
+    assert first.intents[1].slots[0] is second.intents[1].slots[0]
+    assert first.keyword_pattern is second.keyword_pattern
+    assert first.keyword_owners is second.keyword_owners
+    assert first.alignments is not second.alignments  # each catalog its own
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        (
+            [{"id": "a", "slots": [{"name": "s"}, {"name": "s"}]}],
+            "intent 'a': duplicate slot 's'",
+        ),
+        ([{"id": "a"}, {"id": "a"}], "duplicate intent id 'a' in intent_catalog"),
+        (
+            [{"id": "a", "slots": [{"name": "s", "regex": "(x"}]}],
+            "intent 'a': slot 's' regex: invalid pattern '(x'",
+        ),
+    ],
+)
+def test_shared_parts_are_refused_as_fresh_ones(
+    entries: list[Any], message: str
+) -> None:
+    """An intent or slot seen before (and shared) is checked as a new one."""
+    clear_compile_cache()
+    for warm in (False, True):
+        if warm:  # every part that passed is shared now
+            compile_catalog([{"id": "a", "slots": [{"name": "s"}]}])
+        with pytest.raises(IntentFilterError) as caught:
+            compile_catalog(entries)
+        assert str(caught.value).startswith(message)

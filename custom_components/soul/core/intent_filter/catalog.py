@@ -9,13 +9,14 @@ once per connection while commands arrive constantly.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 import marshal
 import math
 import re
 import threading
 from typing import Any
+import weakref
 
 from zhconv_rs import zhconv
 
@@ -80,7 +81,7 @@ class IntentFilterError(ValueError):
     """An invalid request or catalog; the message says what to fix."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Slot:
     """One parameter of an intent and where its value comes from."""
 
@@ -100,7 +101,7 @@ class Slot:
     moment: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Intent:
     """One catalog entry, folded and compiled for matching."""
 
@@ -289,12 +290,15 @@ class _Shared[V]:
     checked and compiled once, and one copy serves every catalog (a catalog
     costs its own memory only for what is its own). Only what passed every
     check is kept, so an error is always found again, with its own wording.
-    Bounded: the oldest entries go first.
+    Bounded: the oldest entries go first; or ``weak``: an entry lasts while
+    a catalog holds it.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, weak: bool = False) -> None:
         self._size = size
-        self._items: dict[Any, V] = {}
+        self._items: MutableMapping[Any, V] = (
+            weakref.WeakValueDictionary() if weak else {}
+        )
         self._lock = threading.Lock()
 
     def get(self, key: Any) -> V | None:
@@ -320,8 +324,13 @@ def _content(raw: Any) -> bytes | None:
         return None
 
 
-_shared_slots: _Shared[Slot] = _Shared(4096)
-_shared_intents: _Shared[Intent] = _Shared(4096)
+_shared_slots: _Shared[Slot] = _Shared(4096, weak=True)
+_shared_intents: _Shared[Intent] = _Shared(4096, weak=True)
+# A catalog's keyword index (by its intents' keywords), its patterns (by its
+# intents' patterns), its sets of intent indexes.
+_shared_indexes: _Shared[KeywordIndex] = _Shared(64)
+_shared_patterns: _Shared[dict[str, UntrustedPattern]] = _Shared(64)
+_shared_sets: _Shared[Any] = _Shared(256)
 
 
 def _slot(
@@ -587,6 +596,59 @@ def compile_catalog(entries: Any) -> Catalog:
     seen: set[str] = set()
     folder = fold_all(_catalog_texts(entries))
     intents = tuple(_intent(i, raw, seen, folder) for i, raw in enumerate(entries))
+    keywords = tuple(
+        (intent.keywords_any, intent.keywords_all, intent.negative_keywords)
+        for intent in intents
+    )
+    index = _shared_indexes.get(keywords)
+    if index is None:
+        index = _shared_indexes.keep(keywords, _keyword_index(intents))
+    pattern, prefixes, owners = index
+    rule_patterns = tuple(
+        (
+            intent.regex_any,
+            intent.regex_all,
+            tuple(slot.regex for slot in intent.slots if slot.regex is not None),
+        )
+        for intent in intents
+    )
+    patterns = _shared_patterns.get(rule_patterns)
+    if patterns is None:
+        patterns = _shared_patterns.keep(rule_patterns, _patterns(intents))
+    rule_intents = frozenset(
+        intent.index
+        for intent in intents
+        if intent.regex_any
+        or intent.regex_all
+        or intent.entity_types_any
+        or intent.entity_types_all
+        or intent.examples
+    )
+    moment_intents = tuple(
+        intent.index
+        for intent in intents
+        if intent.moment_slots and not intent.has_hard_rules
+    )
+    return Catalog(
+        intents,
+        pattern,
+        prefixes,
+        owners,
+        _shared_sets.keep(rule_intents, rule_intents),
+        patterns,
+        moment_intents=_shared_sets.keep(moment_intents, moment_intents),
+    )
+
+
+type KeywordIndex = tuple[
+    re.Pattern[str] | None,
+    dict[str, tuple[str, ...]],
+    dict[str, list[tuple[int, str]]],
+]
+
+
+def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
+    """Return the keyword pattern, prefixes and owners of ``intents``."""
     owners: dict[str, list[tuple[int, str]]] = {}
     vocabulary = lexicon("zh-CN").table
     for intent in intents:
@@ -615,7 +677,11 @@ def compile_catalog(entries: Any) -> Catalog:
     buckets = 1 if len({keyword[0] for keyword in owners}) <= FEW_FIRSTS else BUCKETS
     root = trie(owners)
     pattern = compile_trie(root, buckets=buckets) if owners else None
-    prefixes = _prefixes(owners, root)
+    return pattern, _prefixes(owners, root), owners
+
+
+def _patterns(intents: tuple[Intent, ...]) -> dict[str, UntrustedPattern]:
+    """Return every distinct pattern of ``intents``, checked."""
     patterns: dict[str, UntrustedPattern] = {}
     for intent in intents:
         for rule_pattern in (
@@ -630,29 +696,7 @@ def compile_catalog(entries: Any) -> Catalog:
                         "distinct patterns"
                     )
                 patterns[rule_pattern] = check_untrusted(rule_pattern)
-    rule_intents = frozenset(
-        intent.index
-        for intent in intents
-        if intent.regex_any
-        or intent.regex_all
-        or intent.entity_types_any
-        or intent.entity_types_all
-        or intent.examples
-    )
-    moment_intents = tuple(
-        intent.index
-        for intent in intents
-        if intent.moment_slots and not intent.has_hard_rules
-    )
-    return Catalog(
-        intents,
-        pattern,
-        prefixes,
-        owners,
-        rule_intents,
-        patterns,
-        moment_intents=moment_intents,
-    )
+    return patterns
 
 
 _cache: OrderedDict[bytes, Catalog] = OrderedDict()
@@ -683,5 +727,11 @@ def clear_compile_cache() -> None:
     """Forget every compiled catalog (benchmarks use it to measure cold compiles)."""
     with _cache_lock:
         _cache.clear()
-    _shared_slots.clear()
-    _shared_intents.clear()
+    for shared in (
+        _shared_slots,
+        _shared_intents,
+        _shared_indexes,
+        _shared_patterns,
+        _shared_sets,
+    ):
+        shared.clear()
