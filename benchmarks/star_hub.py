@@ -383,6 +383,10 @@ async def _main(args: argparse.Namespace) -> int:
         f" {args.window} actions in flight per agent, best of {args.repeats}"
         f" × {args.duration:g} s (server in a child process)"
     )
+    if hasattr(os, "getloadavg"):  # others' load moves the figures: say how much
+        print(
+            "load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+        )
     ratio, p99_ratio = report(relay, hub, lambda v: "n/a" if v is None else f"{v:.1f}")
     throughput_ok = ratio >= GOAL and not hub.errors
     p99_ok = p99_ratio <= P99_GOAL
