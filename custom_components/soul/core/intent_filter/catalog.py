@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
+import hashlib
 import marshal
 import math
 import re
@@ -142,8 +143,8 @@ class Catalog:
     keyword_pattern: re.Pattern[str] | None
     # … and that keyword → every keyword that is a prefix of it (itself included).
     keyword_prefixes: dict[str, tuple[str, ...]]
-    # keyword → [(intent index, rule)]
-    keyword_owners: dict[str, list[tuple[int, str]]]
+    # keyword → ((intent index, rule), …)
+    keyword_owners: dict[str, tuple[tuple[int, str], ...]]
     # intents with rules besides keywords (patterns, entity types, examples)
     rule_intents: frozenset[int]
     # every pattern of the catalog, checked once (when the catalog is) and
@@ -317,9 +318,13 @@ class _Shared[V]:
 
 
 def _content(raw: Any) -> bytes | None:
-    """Return a key for plain JSON content (None for anything else)."""
+    """Return a key for plain JSON content (None for anything else).
+
+    A digest of the content (equal content gives equal bytes, see
+    ``cached_catalog``), kept while the part lives: 32 bytes, not the content.
+    """
     try:
-        return marshal.dumps(raw, 2)
+        return hashlib.blake2b(marshal.dumps(raw, 2), digest_size=32).digest()
     except (TypeError, ValueError):
         return None
 
@@ -643,8 +648,17 @@ def compile_catalog(entries: Any) -> Catalog:
 type KeywordIndex = tuple[
     re.Pattern[str] | None,
     dict[str, tuple[str, ...]],
-    dict[str, list[tuple[int, str]]],
+    dict[str, tuple[tuple[int, str], ...]],
 ]
+
+
+# (intent index, rule): at most MAX_INTENTS x 4 pairs, one copy each.
+_pairs: dict[tuple[int, str], tuple[int, str]] = {}
+
+
+def _pair(index: int, rule: str) -> tuple[int, str]:
+    pair = (index, rule)
+    return _pairs.setdefault(pair, pair)
 
 
 def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
@@ -654,7 +668,7 @@ def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
     for intent in intents:
         for rule in _KEYWORD_RULES:
             for keyword in getattr(intent, rule):
-                owners.setdefault(keyword, []).append((intent.index, rule))
+                owners.setdefault(keyword, []).append(_pair(intent.index, rule))
         # A keyword that names a built-in entity ("灯", "闹钟", "点头") also
         # matches the entity's other names ("lamp", "アラーム", "nod"), so one
         # catalog serves every supported language.
@@ -664,7 +678,9 @@ def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
                 continue
             for surface in surfaces_of("zh-CN", *entry):
                 if surface not in intent.keywords_any:
-                    owners.setdefault(surface, []).append((intent.index, "synonym"))
+                    owners.setdefault(surface, []).append(
+                        _pair(intent.index, "synonym")
+                    )
     if len(owners) > MAX_KEYWORDS:
         raise IntentFilterError(
             f"intent_catalog has more than {MAX_KEYWORDS} keywords "
@@ -677,7 +693,11 @@ def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
     buckets = 1 if len({keyword[0] for keyword in owners}) <= FEW_FIRSTS else BUCKETS
     root = trie(owners)
     pattern = compile_trie(root, buckets=buckets) if owners else None
-    return pattern, _prefixes(owners, root), owners
+    return (
+        pattern,
+        _prefixes(owners, root),
+        {keyword: tuple(found) for keyword, found in owners.items()},
+    )
 
 
 def _patterns(intents: tuple[Intent, ...]) -> dict[str, UntrustedPattern]:
