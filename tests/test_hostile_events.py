@@ -9,6 +9,7 @@ listener behind.
 
 from __future__ import annotations
 
+from dataclasses import replace
 import logging
 from pathlib import Path
 import threading
@@ -99,7 +100,12 @@ async def user_token(hass: HomeAssistant, name: str = "Kid") -> tuple[str, str]:
 async def setup(
     hass: HomeAssistant, init_integration: MockConfigEntry, hass_admin_user: Any
 ) -> dict[str, str]:
-    """The shared soul of ``T``, an administrator's soul with events of its own."""
+    """The shared soul of ``T`` with a user's session, an administrator's soul.
+
+    The user ("Kid": ``kid_id``, ``kid_token``) had the shared soul's session
+    ``s-shared``; someone else's session on it (``s-other``) is not theirs.
+    """
+    kid_id, kid_token = await user_token(hass)
     announce(hass)
     await hass.async_block_till_done()
     runtime = init_integration.runtime_data
@@ -108,12 +114,27 @@ async def setup(
         hass, init_integration, name="Dads", mbti="INTJ", user_id=hass_admin_user.id
     ).soul_id
     runtime.events.emit(
-        event(
-            shared,
-            session_id="s-shared",
-            trace_id="t-shared",
-            payload={"content": "hi", "inner_voice": "psst"},
-            kind=EventType.DRIVER_RESPONSE,
+        replace(
+            event(
+                shared,
+                session_id="s-shared",
+                trace_id="t-shared",
+                payload={"content": "hi", "inner_voice": "psst"},
+                kind=EventType.DRIVER_RESPONSE,
+            ),
+            user_id=kid_id,
+        )
+    )
+    runtime.events.emit(
+        replace(
+            event(
+                shared,
+                session_id="s-other",
+                trace_id="t-other",
+                payload={"content": "someone else's words"},
+                kind=EventType.DRIVER_RESPONSE,
+            ),
+            user_id="someone-else",
         )
     )
     runtime.events.emit(
@@ -126,7 +147,12 @@ async def setup(
         )
     )
     await flush(hass, init_integration)
-    return {"shared": shared, "private": private}
+    return {
+        "shared": shared,
+        "private": private,
+        "kid_id": kid_id,
+        "kid_token": kid_token,
+    }
 
 
 # -- HTTP ------------------------------------------------------------------------
@@ -175,14 +201,14 @@ async def test_bad_queries_are_400(
 @pytest.mark.parametrize(
     ("params", "count"),
     [
-        ({"until": "1e308"}, 3),
+        ({"until": "1e308"}, 4),
         ({"until": "-1e308"}, 0),
         ({"since": "1e308"}, 0),
-        ({"since": "-1e308"}, 3),
-        ({"since": "0001-01-01T00:00:00+14:00"}, 3),
-        ({"until": "9999-12-31T23:59:59-14:00"}, 3),
-        ({"since": "2023-11-14T22:13:20Z", "until": "1700000000"}, 2),
-        ({"before": str(2**63 - 1)}, 3),
+        ({"since": "-1e308"}, 4),
+        ({"since": "0001-01-01T00:00:00+14:00"}, 4),
+        ({"until": "9999-12-31T23:59:59-14:00"}, 4),
+        ({"since": "2023-11-14T22:13:20Z", "until": "1700000000"}, 3),
+        ({"before": str(2**63 - 1)}, 4),
         ({"soul_id": "%"}, 0),
         ({"soul_id": "_"}, 0),
         ({"trace_id": "' OR 1=1 --"}, 0),
@@ -259,7 +285,7 @@ async def test_users_see_nothing_of_other_users_souls(
     hass_client: ClientSessionGenerator,
 ) -> None:
     """Another user's soul, session and trace read exactly like ones that do not exist."""
-    _, token = await user_token(hass)
+    token = setup["kid_token"]
     client = await hass_client(token)
 
     async def read(**params: str) -> dict[str, Any]:
@@ -274,6 +300,10 @@ async def test_users_see_nothing_of_other_users_souls(
         {"trace_id": "t-private"},
         {"soul_id": setup["private"], "trace_id": "t-private"},
         {"before": str(2**63 - 1), "trace_id": "t-private"},
+        # Another user's session on the soul every user shares.
+        {"session_id": "s-other"},
+        {"trace_id": "t-other"},
+        {"soul_id": setup["shared"], "trace_id": "t-other"},
     ):
         assert await read(**params) == nothing, params
         missing = {k: v + "-missing" if k != "before" else v for k, v in params.items()}
@@ -354,11 +384,11 @@ async def test_a_page_is_blanked_and_encoded_off_the_event_loop(
         patch.object(journal_glue, "json_bytes", json_bytes),
     ):
         response = await (await hass_client()).get(EVENTS)
-        assert len((await response.json())["events"]) == 3
+        assert len((await response.json())["events"]) == 4
         ws = await hass_ws_client(hass)
         await ws.send_json({"id": 1, "type": "soul/events/list"})
-        assert len((await ws.receive_json())["result"]["events"]) == 3
-    assert len(threads) == 2 * (3 + 1)
+        assert len((await ws.receive_json())["result"]["events"]) == 4
+    assert len(threads) == 2 * (4 + 1)
     assert threading.main_thread().name not in threads
 
 
@@ -445,7 +475,7 @@ async def test_the_stream_shows_what_a_read_would(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A user's stream held events of no soul (unbound bodies) that reads hide."""
-    _, token = await user_token(hass)
+    token = setup["kid_token"]
     user = await hass_ws_client(hass, access_token=token)
     admin = await hass_ws_client(hass)
     for ws in (user, admin):
@@ -455,6 +485,9 @@ async def test_the_stream_shows_what_a_read_would(
     bus.emit(event(None, payload={"message": "body offline"}))
     bus.emit(event("a-deleted-soul"))
     bus.emit(event(setup["private"], payload={"inner_voice": "hush"}))
+    other = event(setup["shared"], session_id="s-other", payload={"n": 1})
+    bus.emit(replace(other, user_id="someone-else"))
+    bus.emit(other)  # a session's event that names no user: nobody's to read
     hostile = {"inner_voice": "x", "text": "bad\ud800", "set": {1}, "n": float("nan")}
     bus.emit(event(setup["shared"], payload=hostile, trace_id="last"))
     seen = []
@@ -466,9 +499,9 @@ async def test_the_stream_shows_what_a_read_would(
     assert only["payload"] == {
         "inner_voice": None, "text": "bad\ufffd", "set": "{1}", "n": "nan"
     }  # fmt: skip
-    everything = [(await admin.receive_json())["event"]["event"] for _ in range(4)]
+    everything = [(await admin.receive_json())["event"]["event"] for _ in range(6)]
     assert [e["soul_id"] for e in everything] == [
-        None, "a-deleted-soul", setup["private"], setup["shared"]
+        None, "a-deleted-soul", setup["private"], *[setup["shared"]] * 3
     ]  # fmt: skip
     assert everything[2]["payload"]["inner_voice"] == "hush"
     assert not errors(caplog)
@@ -533,8 +566,7 @@ async def test_the_action_hides_other_users_souls(
     hass: HomeAssistant, setup: dict[str, str]
 ) -> None:
     """Naming another user's soul answered differently from naming none that exists."""
-    user_id, _ = await user_token(hass)
-    context = Context(user_id=user_id)
+    context = Context(user_id=setup["kid_id"])
     refusals = []
     for soul in ("Dads", setup["private"], "Nobody"):
         with pytest.raises(ServiceValidationError) as refused:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import issue_registry as ir
+import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
     async_capture_events,
@@ -184,8 +186,10 @@ async def test_users_read_their_own_souls_events(
     hass: HomeAssistant,
     init_integration: MockConfigEntry,
     hass_client: ClientSessionGenerator,
+    hass_ws_client: WebSocketGenerator,
     hass_admin_user: Any,
 ) -> None:
+    """A user reads their souls' events, and on a shared soul their own sessions'."""
     announce(hass)  # the shared soul "friendly"
     await hass.async_block_till_done()
     admin = await hass_client()
@@ -199,17 +203,38 @@ async def test_users_read_their_own_souls_events(
         "/api/soul/v1/chat",
         json={**chat_body("d-1", "你好"), "terminal_id": "dads-body"},
     )
-    await admin.post("/api/soul/v1/chat", json=chat_body("s-1", "你好"))
+    # The administrator's conversation with the soul everyone shares.
+    await admin.post("/api/soul/v1/chat", json=chat_body("s-1", "我今天很难过"))
     await flush(hass, init_integration)
     kid = await hass.auth.async_create_user("Kid", group_ids=["system-users"])
     refresh = await hass.auth.async_create_refresh_token(kid, "https://example.com/app")
-    user = await hass_client(hass.auth.async_create_access_token(refresh))
-    mine = await (await user.get(EVENTS)).json()
-    assert mine["events"] and dads not in {e["soul_id"] for e in mine["events"]}
+    token = hass.auth.async_create_access_token(refresh)
+    user = await hass_client(token)
+    ws = await hass_ws_client(hass, access_token=token)
+    await ws.send_json({"id": 1, "type": "soul/events/subscribe"})
+    assert (await ws.receive_json())["success"]
+    before = await (await user.get(EVENTS)).json()
+    assert {e["session_id"] for e in before["events"]} <= {None}
+    assert "s-1" not in str(before) and "难过" not in str(before)
     theirs = await (await user.get(EVENTS, params={"soul_id": dads})).json()
     assert theirs["events"] == []
+    # The kid talks to the shared soul: their turn is theirs to read and stream.
+    assert (await user.post("/api/soul/v1/chat", json=chat_body("k-1"))).status == 200
+    await admin.post("/api/soul/v1/chat", json=chat_body("s-2", "还是难过"))
+    await flush(hass, init_integration)
+    streamed = []
+    while len(streamed) < len(TURN):
+        streamed.append((await ws.receive_json())["event"]["event"])
+    assert {e["session_id"] for e in streamed} == {"k-1"}
+    mine = await (await user.get(EVENTS)).json()
+    sessions = {e["session_id"] for e in mine["events"]}
+    assert sessions - {None} == {"k-1"}
+    with pytest.raises(TimeoutError):  # nothing of the administrator's s-2
+        async with asyncio.timeout(0.2):
+            await ws.receive_json()
     everything = await (await admin.get(EVENTS)).json()
     assert dads in {e["soul_id"] for e in everything["events"]}
+    assert {"s-1", "s-2", "k-1"} <= {e["session_id"] for e in everything["events"]}
 
 
 async def test_events_survive_a_restart(

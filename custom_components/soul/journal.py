@@ -14,7 +14,7 @@ now raises ``JournalReadError`` (HTTP 503, WebSocket ``journal_unavailable``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from homeassistant.core import HomeAssistant
@@ -33,7 +33,13 @@ from .const import (
     LOGGER,
 )
 from .core.access import Principal
-from .core.cognition.events import EventBus, EventPage, EventQuery
+from .core.cognition.events import (
+    Event,
+    EventBus,
+    EventPage,
+    EventQuery,
+    shared_soul_readable,
+)
 from .core.cognition.journal import JournalError, SqliteJournal
 from .core.souls import SoulHub
 from .helpers import now_timestamp
@@ -90,12 +96,15 @@ async def async_close_journal(
         await hass.async_add_executor_job(journal.close)
 
 
-def visible_souls(principal: Principal, souls: SoulHub) -> frozenset[str] | None:
-    """Return the souls whose events ``principal`` may read (None: all)."""
+def may_read(principal: Principal, souls: SoulHub, event: Event) -> bool:
+    """Return whether ``principal`` may read ``event`` (as ``scoped`` reads the journal)."""
     if principal.is_admin:
-        return None
-    return frozenset(
-        soul_id for soul_id, soul in souls.souls.items() if principal.sees(soul.user_id)
+        return True
+    soul = souls.soul(event.soul_id) if event.soul_id else None
+    if soul is None or not principal.sees(soul.user_id):
+        return False
+    return soul.user_id is not None or shared_soul_readable(
+        event.user_id, event.session_id, principal.user_id
     )
 
 
@@ -111,22 +120,29 @@ def for_reader(principal: Principal, event: dict[str, Any]) -> dict[str, Any]:
     return {**event, "payload": {**payload, "inner_voice": None}}
 
 
-def scoped(query: EventQuery, allowed: frozenset[str] | None) -> EventQuery:
-    """Return ``query`` limited to the ``allowed`` souls."""
-    if allowed is None:
+def scoped(query: EventQuery, principal: Principal, souls: SoulHub) -> EventQuery:
+    """Return ``query`` limited to what ``principal`` may read (administrators: all).
+
+    A user reads every event of their own souls, and of the souls every user
+    shares only their own sessions' (``events.shared_soul_readable``).
+    """
+    if principal.is_admin:
         return query
-    wanted: Iterable[str] = (
-        allowed if query.soul_ids is None else query.soul_ids & allowed
-    )
-    return EventQuery(
-        soul_ids=frozenset(wanted),
-        session_id=query.session_id,
-        trace_id=query.trace_id,
-        types=query.types,
-        since=query.since,
-        until=query.until,
-        limit=query.limit,
-        before_id=query.before_id,
+    own: set[str] = set()
+    shared: set[str] = set()
+    for soul_id, soul in souls.souls.items():
+        if soul.user_id is None:
+            shared.add(soul_id)
+        elif principal.sees(soul.user_id):
+            own.add(soul_id)
+    if query.soul_ids is not None:
+        own &= query.soul_ids
+        shared &= query.soul_ids
+    return replace(
+        query,
+        soul_ids=frozenset(own),
+        shared_soul_ids=frozenset(shared),
+        reader_id=principal.user_id,
     )
 
 
@@ -135,16 +151,13 @@ class JournalReadError(HomeAssistantError):
 
 
 def _read(
-    journal: SqliteJournal | None,
-    allowed: frozenset[str] | None,
-    principal: Principal,
-    query: EventQuery,
+    journal: SqliteJournal | None, principal: Principal, query: EventQuery
 ) -> EventPage:
-    """Read a page as ``principal`` may see it (executor)."""
+    """Read a page of a ``scoped`` query as ``principal`` may see it (executor)."""
     if journal is None:
         return EventPage()
     try:
-        page = journal.query(scoped(query, allowed))
+        page = journal.query(query)
     except JournalError as err:
         LOGGER.warning("%s", err)
         raise JournalReadError(
@@ -168,8 +181,8 @@ async def async_read_events(
     """
     if journal is None:
         return EventPage()
-    allowed = visible_souls(principal, souls)
-    return await hass.async_add_executor_job(_read, journal, allowed, principal, query)
+    scope = scoped(query, principal, souls)
+    return await hass.async_add_executor_job(_read, journal, principal, scope)
 
 
 async def async_read_events_json(
@@ -180,10 +193,10 @@ async def async_read_events_json(
     query: EventQuery,
 ) -> bytes:
     """Return ``async_read_events``' page as JSON ``{"events", "next"}`` (executor)."""
-    allowed = visible_souls(principal, souls)
+    scope = scoped(query, principal, souls)
 
     def read() -> bytes:
-        page = _read(journal, allowed, principal, query)
+        page = _read(journal, principal, scope)
         return json_bytes({"events": page.events, "next": page.next})
 
     return await hass.async_add_executor_job(read)

@@ -31,7 +31,7 @@ import voluptuous as vol
 from .access import principal_of
 from .core.cognition.events import MAX_EVENT_TYPES, Event, EventType, parse_query
 from .core.cognition.journal import stored_form
-from .journal import JournalReadError, async_read_events_json, for_reader
+from .journal import JournalReadError, async_read_events_json, for_reader, may_read
 from .streams import loaded_entry_for, refused_beyond, track_stream
 
 # Streams one connection may hold: each is one more listener every event visits.
@@ -130,11 +130,8 @@ def ws_subscribe_events(
             return
         if kinds and event.type.value not in kinds:
             return
-        if not principal.is_admin:
-            # As a read of the journal: only events of souls the caller sees.
-            soul = runtime.souls.soul(event.soul_id) if event.soul_id else None
-            if soul is None or not principal.sees(soul.user_id):
-                return
+        if not may_read(principal, runtime.souls, event):  # as a read of the journal
+            return
         try:
             data = json_bytes({"event": for_reader(principal, event.as_dict())})
         except (TypeError, ValueError):  # a payload JSON cannot hold, as stored

@@ -211,6 +211,7 @@ class ChatPipeline:
             soul_id=session.soul_id,
             session_id=session.session_id,
             terminal_id=session.terminal_id or None,
+            user_id=session.user_id,
             event="session_summarised",
             summary=session.summary,
         )
@@ -264,6 +265,7 @@ class ChatPipeline:
             soul.soul_id,
             request.session_id,
             request.terminal_id or None,
+            user_id=request.user_id,
         )
         with traced(trace.trace_id):
             return await self._turn(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 import datetime as dt
 import json
 from pathlib import Path
@@ -28,6 +29,7 @@ from custom_components.soul.core.cognition.events import (
     EventType,
     Source,
     new_trace_id,
+    shared_soul_readable,
 )
 from custom_components.soul.core.cognition.journal import JournalError, SqliteJournal
 
@@ -952,22 +954,72 @@ def test_a_schema_1_journal_is_upgraded_in_place(
     old.append(kept)
     assert old.flush()
     old.close()
-    # What Soul's first journal looked like: a whole-trace_id index, version 1.
+    # What Soul's first journal looked like: a whole-trace_id index, no
+    # user_id column, version 1.
     raw = sqlite3.connect(path)
     raw.execute("DROP INDEX events_trace")
     raw.execute("CREATE INDEX events_trace_id ON events (trace_id)")
+    raw.execute("ALTER TABLE events DROP COLUMN user_id")
     raw.execute("PRAGMA user_version = 1")
     raw.commit()
     raw.close()
     upgraded = open_journal(path)
     (found,) = upgraded.query(EventQuery(trace_id=kept.trace_id)).events
     assert found["payload"] == {"n": "old"}
+    mine = replace(event({"n": "new"}), user_id="user-a")
+    upgraded.append(mine)
+    assert upgraded.flush()
     upgraded.close()
     raw = sqlite3.connect(path)
     names = {
         row[0]
         for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
     }
-    assert raw.execute("PRAGMA user_version").fetchone() == (2,)
+    assert raw.execute("PRAGMA user_version").fetchone() == (3,)
+    users = dict(raw.execute("SELECT trace_id, user_id FROM events"))
     raw.close()
     assert "events_trace" in names and "events_trace_id" not in names
+    # Schema 3: the user of an event's session; older rows name none.
+    assert users == {kept.trace_id: None, mine.trace_id: "user-a"}
+
+
+@pytest.mark.parametrize("other_shared_souls", [0, 70])
+def test_a_shared_soul_is_read_as_its_reader(
+    open_journal: Opener, other_shared_souls: int
+) -> None:
+    """On a soul every user shares, a user reads their sessions and no session's."""
+    journal = open_journal()
+    stored = [
+        replace(event({"n": "mine"}, soul_id="soul-s"), user_id="user-a"),
+        replace(event({"n": "theirs"}, soul_id="soul-s"), user_id="user-b"),
+        event({"n": "a session of no one"}, soul_id="soul-s"),
+        event({"n": "a body online"}, soul_id="soul-s", session_id=None),
+        replace(event({"n": "own soul"}, soul_id="soul-a"), user_id="user-b"),
+        replace(event({"n": "not mine"}, soul_id="soul-b"), user_id="user-a"),
+    ]
+    for item in stored:
+        journal.append(item)
+    assert journal.flush()
+    shared = frozenset({"soul-s", *(f"other-{n}" for n in range(other_shared_souls))})
+    query = EventQuery(
+        soul_ids=frozenset({"soul-a"}), shared_soul_ids=shared, reader_id="user-a"
+    )
+    read = [e["payload"]["n"] for e in journal.query(query).events]
+    assert read == ["own soul", "a body online", "mine"]
+    # The live stream's rule says the same, event by event.
+    assert [
+        e.payload["n"]
+        for e in reversed(stored)
+        if e.soul_id == "soul-a"
+        or (
+            e.soul_id == "soul-s"
+            and shared_soul_readable(e.user_id, e.session_id, "user-a")
+        )
+    ] == read
+    # Nothing of one's own, the shared souls still read as their reader.
+    only_shared = replace(query, soul_ids=frozenset())
+    assert [e["payload"]["n"] for e in journal.query(only_shared).events] == [
+        "a body online",
+        "mine",
+    ]
+    assert not shared_soul_readable(None, "session-1", None)

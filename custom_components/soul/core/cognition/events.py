@@ -4,7 +4,9 @@ Every soul-level happening is an ``Event``: the spec's ``trace_id``, ``type``,
 ``source``, ``payload`` and ``meta`` (``timestamp`` in Unix seconds and the
 ``psyche_state`` of the soul at that moment), plus the indexed ``soul_id``,
 ``session_id`` and ``terminal_id``. One ``trace_id`` (UUID4) is shared by
-every event of a user turn.
+every event of a user turn. An event of one user's session also keeps that
+``user_id`` (stored, not shown): on a soul shared by every user, a user reads
+only their own sessions' events (``shared_soul_readable``).
 
 ``EventBus.emit`` is what the rest of Soul calls: it never blocks and never
 raises; it hands the event to the journal (``Journal.append``, a put on a
@@ -71,6 +73,8 @@ class Event:
     soul_id: str | None = None
     session_id: str | None = None
     terminal_id: str | None = None
+    # The Home Assistant user whose session this event belongs to (None: no one's).
+    user_id: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Return the event in the spec's JSON shape, with the indexed ids."""
@@ -96,11 +100,15 @@ class EventQuery:
     """A read of the journal: filters, newest first, ``limit`` at a time.
 
     ``soul_ids`` limits the result to those souls (None: every soul, for
-    administrators); ``before_id`` continues a page (the ``next`` cursor of
-    the previous one). ``since``/``until`` are Unix seconds, inclusive.
+    administrators); the souls of ``shared_soul_ids`` are read as
+    ``reader_id`` (``shared_soul_readable``). ``before_id`` continues a page
+    (the ``next`` cursor of the previous one). ``since``/``until`` are Unix
+    seconds, inclusive.
     """
 
     soul_ids: frozenset[str] | None = None
+    shared_soul_ids: frozenset[str] = frozenset()
+    reader_id: str | None = None
     session_id: str | None = None
     trace_id: str | None = None
     types: frozenset[EventType] | None = None
@@ -108,6 +116,20 @@ class EventQuery:
     until: float | None = None
     limit: int = DEFAULT_QUERY_LIMIT
     before_id: int | None = None
+
+
+def shared_soul_readable(
+    user_id: str | None, session_id: str | None, reader_id: str | None
+) -> bool:
+    """Return whether a user reads an event of a soul every user shares.
+
+    Their own sessions' events, and events of no session (a body online, a
+    server failing); never another user's conversation, nor a session's event
+    that names no user. ``journal_sql.select_page`` asks the same in SQL.
+    """
+    if user_id is None:
+        return session_id is None
+    return user_id == reader_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -281,7 +281,7 @@ class SqliteJournal:
         ``JournalError`` when the database cannot be read.
         """
         if (
-            (q.soul_ids is not None and not q.soul_ids)
+            (q.soul_ids is not None and not q.soul_ids and not q.shared_soul_ids)
             or (q.types is not None and not q.types)
             or (q.before_id is not None and int(q.before_id) < 1)
         ):

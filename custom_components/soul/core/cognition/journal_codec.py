@@ -30,9 +30,18 @@ MAX_DEPTH: Final = 32
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 # trace_id, type, source, soul_id, session_id, terminal_id, timestamp,
-# payload, psyche_state: the columns ``journal_sql.INSERT`` names.
+# payload, psyche_state, user_id: the columns ``journal_sql.INSERT`` names.
 type Row = tuple[
-    str, str, str, str | None, str | None, str | None, float, str, str | None
+    str,
+    str,
+    str,
+    str | None,
+    str | None,
+    str | None,
+    float,
+    str,
+    str | None,
+    str | None,
 ]
 
 
@@ -54,6 +63,7 @@ def encode_row(event: Event, clock: Callable[[], float]) -> Row:
         timestamp,
         _json_text(event.payload),
         None if event.psyche_state is None else _json_text(event.psyche_state),
+        _id_text(event.user_id),
     )
 
 
@@ -157,7 +167,7 @@ def stored_form(event: Event) -> dict[str, Any]:
     Cleaned as stored (module docstring): fit for any JSON encoder, for the
     live stream of an event whose payload JSON cannot hold.
     """
-    stored = row_to_dict((None, *encode_row(event, time.time)))
+    stored = row_to_dict((None, *encode_row(event, time.time)[:9]))
     del stored["id"]
     return stored
 

@@ -4,7 +4,8 @@ Functions of the writer's connection (``prepare``, ``insert``, the purges)
 and of a reader's (``select_page``); ``journal.SqliteJournal`` calls them.
 ``prepare`` sets WAL mode, ``synchronous=FULL`` (every commit fsynced) and
 ``auto_vacuum=INCREMENTAL``, checks the file and creates or upgrades the
-schema (1: a whole-``trace_id`` index; 2: its first 8 characters).
+schema (1: a whole-``trace_id`` index; 2: its first 8 characters; 3: the
+``user_id`` of an event of one user's session).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Final
 from .events import MAX_EVENT_ID, EventQuery
 from .journal_codec import Row
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 _SCHEMA = """
@@ -32,7 +33,8 @@ CREATE TABLE IF NOT EXISTS events (
     terminal_id TEXT,
     timestamp REAL NOT NULL,
     payload TEXT NOT NULL,
-    psyche_state TEXT
+    psyche_state TEXT,
+    user_id TEXT
 );
 CREATE INDEX IF NOT EXISTS events_soul_id ON events (soul_id, id);
 CREATE INDEX IF NOT EXISTS events_session_id ON events (session_id);
@@ -42,8 +44,8 @@ CREATE INDEX IF NOT EXISTS events_timestamp ON events (timestamp);
 """
 INSERT: Final = (
     "INSERT INTO events (trace_id, type, source, soul_id, session_id,"
-    " terminal_id, timestamp, payload, psyche_state)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " terminal_id, timestamp, payload, psyche_state, user_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 COLUMNS: Final = (
     "id, trace_id, type, source, soul_id, session_id, terminal_id, timestamp,"
@@ -69,13 +71,16 @@ def select_page(q: EventQuery, limit: int) -> tuple[str, list[Any]]:
     where: list[str] = []
     params: list[Any] = []
     if q.soul_ids is not None:
-        ids = sorted(q.soul_ids)
-        if len(ids) <= _INLINE_IDS:
-            where.append(f"soul_id IN ({', '.join('?' * len(ids))})")
-            params.extend(ids)
-        else:
-            where.append("soul_id IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(ids))
+        souls = _in_souls(q.soul_ids, params)
+        if q.shared_soul_ids:
+            # events.shared_soul_readable, in SQL.
+            shared = _in_souls(q.shared_soul_ids, params)
+            params.append(q.reader_id)
+            souls = (
+                f"({souls} OR ({shared} AND (user_id = ?"
+                " OR (user_id IS NULL AND session_id IS NULL))))"
+            )
+        where.append(souls)
     if q.session_id is not None:
         where.append("session_id = ?")
         params.append(q.session_id)
@@ -106,6 +111,16 @@ def select_page(q: EventQuery, limit: int) -> tuple[str, list[Any]]:
     sql += " ORDER BY id DESC LIMIT ?"
     params.append(limit + 1)
     return sql, params
+
+
+def _in_souls(soul_ids: frozenset[str], params: list[Any]) -> str:
+    """Return ``soul_id IN (…)`` for ``soul_ids``, adding its parameters."""
+    ids = sorted(soul_ids)
+    if len(ids) <= _INLINE_IDS:
+        params.extend(ids)
+        return f"soul_id IN ({', '.join('?' * len(ids))})"
+    params.append(json.dumps(ids))
+    return "soul_id IN (SELECT value FROM json_each(?))"
 
 
 def prepare(connection: sqlite3.Connection, path: Path) -> float | None:
@@ -145,7 +160,14 @@ def prepare(connection: sqlite3.Connection, path: Path) -> float | None:
         )
     # Schema 1 indexed whole trace ids; 2 indexes their first 8 characters.
     drop = "DROP INDEX IF EXISTS events_trace_id;" if version < 2 else ""
-    connection.executescript(f"BEGIN; {drop} {_SCHEMA} COMMIT;")
+    # Schema 3 added user_id; older rows keep none (no user reads them on a
+    # shared soul).
+    add = (
+        "ALTER TABLE events ADD COLUMN user_id TEXT;"
+        if columns and "user_id" not in columns
+        else ""
+    )
+    connection.executescript(f"BEGIN; {drop} {add} {_SCHEMA} COMMIT;")
     if version < SCHEMA_VERSION:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     row = connection.execute(

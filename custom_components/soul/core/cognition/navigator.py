@@ -268,6 +268,7 @@ class Navigator:
             notice(
                 self._events(), self._clock, "navigator failed", level=WARNING,
                 souls=self._souls, soul_id=soul_id, session_id=session.session_id,
+                user_id=session.user_id,
                 event="navigator_failed", reason=reason,
                 error=str(err)[:200] or type(err).__name__,
             )  # fmt: skip
@@ -280,7 +281,8 @@ class Navigator:
             notice(
                 self._events(), self._clock, "navigator answered no JSON",
                 level=WARNING, souls=self._souls, soul_id=soul_id,
-                session_id=session.session_id, event="navigator_failed",
+                session_id=session.session_id, user_id=session.user_id,
+                event="navigator_failed",
                 reason=reason,
             )  # fmt: skip
             return None
@@ -339,7 +341,7 @@ class Navigator:
         bus = self._events()
         trace = TurnTrace(
             bus, self._clock, soul_id, session.session_id,
-            session.terminal_id or None, trace_id,
+            session.terminal_id or None, trace_id, user_id=session.user_id,
         )  # fmt: skip
         if advice.suggestion:
             self._suggestions[soul_id] = [advice.suggestion, SUGGESTION_TURNS]
@@ -363,6 +365,7 @@ class Navigator:
             notice(
                 bus, self._clock, "evolution requested", souls=self._souls,
                 soul_id=soul_id, session_id=session.session_id,
+                user_id=session.user_id,
                 event="evolution_request", request=advice.evolution_request,
             )  # fmt: skip
             self._on_evolution(soul_id, advice.evolution_request, session.user_id)
@@ -387,5 +390,6 @@ class Navigator:
         notice(
             self._events(), self._clock, "skill learnt", souls=self._souls,
             soul_id=session.soul_id, session_id=session.session_id,
+            user_id=session.user_id,
             event="skill_learnt", skill=skill,
         )  # fmt: skip

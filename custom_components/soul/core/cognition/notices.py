@@ -32,9 +32,13 @@ def notice(
     soul_id: str | None = None,
     session_id: str | None = None,
     terminal_id: str | None = None,
+    user_id: str | None = None,
     **details: Any,
 ) -> None:
-    """Write one ``system_notification`` (``{"level", "message", …}``)."""
+    """Write one ``system_notification`` (``{"level", "message", …}``).
+
+    A notice of one user's session names that ``user_id`` (see ``Event``).
+    """
     if bus is None:
         return
     snapshot = souls.snapshot(soul_id) if souls is not None and soul_id else None
@@ -49,6 +53,7 @@ def notice(
             soul_id=soul_id,
             session_id=session_id,
             terminal_id=terminal_id,
+            user_id=user_id,
         )
     )
 
@@ -124,8 +129,13 @@ def watch_memory(
             souls=souls,
             soul_id=soul_id if isinstance(soul_id, str) else None,
             session_id=details.get("session_id"),
+            user_id=details.get("user_id"),
             event=f"memory_{what}",
-            **{k: v for k, v in details.items() if k not in ("soul_id", "session_id")},
+            **{
+                k: v
+                for k, v in details.items()
+                if k not in ("soul_id", "session_id", "user_id")
+            },
         )
 
     return memory.listen(told)

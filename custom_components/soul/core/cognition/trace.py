@@ -55,6 +55,8 @@ class TurnTrace:
     session_id: str
     terminal_id: str | None
     trace_id: str = field(default_factory=new_trace_id)
+    # The user whose session this is (``Event.user_id``).
+    user_id: str | None = None
 
     def emit(
         self,
@@ -77,6 +79,7 @@ class TurnTrace:
                 soul_id=self.soul_id,
                 session_id=self.session_id,
                 terminal_id=self.terminal_id,
+                user_id=self.user_id,
             )
         )
 

@@ -63,7 +63,8 @@ class MemoryManager:
 
         ``what``: ``failing`` (the backend stopped answering, ``error``),
         ``ready`` (it answers again), ``archived`` (one queued entry stored:
-        ``soul_id``, ``session_id``, ``type``), ``dropped`` (the queue was full).
+        ``soul_id``, ``session_id``, ``user_id``, ``type``), ``dropped`` (the
+        queue was full; the same ids).
         """
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
@@ -217,6 +218,7 @@ class MemoryManager:
                 "dropped",
                 soul_id=dropped.get("agent_id"),
                 session_id=dropped["metadata"].get("session_id"),
+                user_id=dropped.get("user_id"),
             )
             _LOGGER.warning(
                 "Memory archive queue full; dropped the oldest entry (session %s)",
@@ -250,6 +252,7 @@ class MemoryManager:
                     "archived",
                     soul_id=entry.get("agent_id"),
                     session_id=entry["metadata"].get("session_id"),
+                    user_id=entry.get("user_id"),
                     type=entry["metadata"].get("type"),
                 )
         return sent
