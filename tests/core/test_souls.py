@@ -408,9 +408,8 @@ async def test_tick_yields_to_the_loop_between_chunks_of_souls() -> None:
     done = True
     await watcher
     assert len(env.sent) == count
-    # Other tasks ran while the souls evolved (nothing sent yet) …
-    assert seen.count((0, 0)) >= 3
-    # … and between chunks of sends, each soul's listeners told after its send.
+    # Other tasks ran between chunks of souls, each soul's listeners told
+    # once its update was sent.
     partial = {sent for sent, told in seen if 0 < sent < count}
     assert partial == {n * TICK_CHUNK - 1 for n in (1, 2, 3)}
     assert all(told == sent for sent, told in seen)

@@ -11,7 +11,7 @@ subscribers what changed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 import json
 from typing import Any
@@ -495,13 +495,14 @@ class SoulHub:
         return encoded
 
     async def tick(self) -> None:
-        """Evolve every soul to now, then publish to its online terminals (§3.8).
+        """Evolve every soul to now and publish to its online terminals (§3.8).
 
-        Every soul evolves first and the hub is marked dirty (persisted), then
-        the updates go out soul by soul, each soul's listeners told once its
-        terminals were sent to. Every ``TICK_CHUNK`` souls, in both passes, the
-        tick yields to the event loop, so a thousand souls and bodies never
-        hold it at once, even when ``publish`` returns without waiting.
+        Soul by soul: its state moves to now, its ``emotion_update`` goes to
+        each of its online terminals (sorted by id), then its listeners are
+        told. The hub is marked dirty (persisted) once. Every ``TICK_CHUNK``
+        souls the tick yields to the event loop, so a thousand souls and
+        bodies never hold it at once, even when ``publish`` returns without
+        waiting.
         """
         now = self._clock()
         is_online = self._is_online
@@ -510,10 +511,9 @@ class SoulHub:
             if is_online(terminal_id):
                 online.setdefault(soul_id, []).append(terminal_id)
         states, last, snapshot_of = self._states, self._last, self._snapshot
+        send, notify, as_json = self._send_text, self._notify, self._as_json
         ts_at, ts = float("nan"), ""
-        planned: list[
-            tuple[EmotionSnapshot, EmotionSnapshot | None, list[str], list[str], str]
-        ] = []
+        self._on_dirty()
         for count, (soul_id, soul) in enumerate(list(self._souls.items()), 1):
             if count % TICK_CHUNK == 0:
                 await asyncio.sleep(0)
@@ -521,32 +521,20 @@ class SoulHub:
                 continue  # removed while the tick yielded
             state = states[soul_id] = evolve(state, soul.persona, now)
             snapshot = snapshot_of(soul, state)
-            terminals = online.get(soul_id, [])
-            texts: list[str] = []
-            if terminals:
+            published: Sequence[dict[str, Any]] = ()
+            if terminals := online.get(soul_id):
                 if snapshot.at != ts_at:
                     ts_at, ts = snapshot.at, utc_ts(snapshot.at)
                 terminals.sort()
-                texts = tick_texts(snapshot, terminals, ts, self._as_json)
-            planned.append((snapshot, last.get(soul_id), terminals, texts, ts))
-        self._on_dirty()
-        send = self._send_text
-        for count, (snapshot, previous, terminals, texts, ts) in enumerate(planned, 1):
-            if count % TICK_CHUNK == 0:
-                await asyncio.sleep(0)
-            sent = [
-                terminal_id
-                for terminal_id, text in zip(terminals, texts, strict=True)
-                if await send(terminal_id, text)
-            ]
-            self._notify(
-                SoulEvent(
-                    snapshot.soul_id,
-                    snapshot,
-                    previous,
-                    published=TickPayloads(snapshot, sent, ts) if sent else (),
-                )
-            )
+                texts = tick_texts(snapshot, terminals, ts, as_json)
+                sent = [
+                    terminal_id
+                    for terminal_id, text in zip(terminals, texts, strict=True)
+                    if await send(terminal_id, text)
+                ]
+                if sent:
+                    published = TickPayloads(snapshot, sent, ts)
+            notify(SoulEvent(soul_id, snapshot, last.get(soul_id), published=published))
 
     def express(
         self, soul_id: str, emotion: Emotion, intensity: float = EXPRESSED_INTENSITY
