@@ -5,7 +5,8 @@ returns the hub's ``EventBus``; when the file cannot be used (corrupt, locked,
 not a database) a repair issue says so and Soul goes on without the journal
 (events are still streamed). A failure later, reported from the writer
 thread, raises the same issue. ``async_read_events`` reads a page for a
-``Principal``: users see their own and shared souls' events, administrators
+``Principal`` (``scoped``): users see their own souls' events and, on a
+shared soul, their own sessions' and those of no session; administrators
 every soul's; a soul's inner voice is for administrators only. The read, the
 blanking and (``async_read_events_json``) the JSON of a page, which may reach
 500 payloads of 64 KiB, run in the executor; a journal that cannot be read

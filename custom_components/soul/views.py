@@ -390,8 +390,9 @@ class EventsView(HomeAssistantView):
 
     Query: ``soul_id``, ``session_id``, ``trace_id``, ``type`` (comma-separated),
     ``since``/``until`` (Unix seconds or ISO 8601), ``limit`` (1-500, 100) and
-    ``before`` (the ``next`` of the previous page). A user reads their own and
-    shared souls' events, an administrator every soul's. Answers
+    ``before`` (the ``next`` of the previous page). A user reads their own
+    souls' events and, on a shared soul, their own sessions' (``journal.scoped``);
+    an administrator every soul's. Answers
     ``{"events": [...], "next": id | null}``; without a journal, no events;
     503 when the journal cannot be read now. The page is read and encoded
     in the executor (500 events of up to 64 KiB each).

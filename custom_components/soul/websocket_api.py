@@ -8,7 +8,8 @@
   uses it). A reload of Soul ends the stream with ``{"ended": true}`` (the
   client subscribes again).
 
-Users see their own and shared souls' events, administrators every soul's
+Users see what a read shows them (``journal.may_read``: their own souls'
+events, on a shared soul their own sessions'), administrators every soul's
 (an event of no soul, or of a soul since deleted, too); the inner voice is
 for administrators only. Error codes: ``invalid_format`` (a bad filter),
 ``not_ready`` (Soul is not set up), ``journal_unavailable`` (the journal
