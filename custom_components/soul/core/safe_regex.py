@@ -62,7 +62,7 @@ class RegexBudgetError(UnsafeRegexError):
 def _expansion(items: sre_parse.SubPattern | list[tuple[Any, Any]], limit: int) -> int:
     """Return how many atoms ``items`` unroll to (stopping past ``limit``)."""
     total = 0
-    for op, arg in items:
+    for op, arg in getattr(items, "data", items):  # a SubPattern iterates slowly
         if op in _REPEATS:
             low, _high, body = arg
             total += max(1, low) * _expansion(body, limit)
@@ -99,7 +99,7 @@ def _firsts(items: Any, out: set[str]) -> bool:
     Raises ``_UnknownError`` for anything but literals, sets of literals and
     ranges, groups, alternation, repeats and anchors.
     """
-    for op, arg in items:
+    for op, arg in getattr(items, "data", items):
         if op is sre_constants.LITERAL:
             out.add(chr(arg))
             return False
@@ -204,7 +204,7 @@ def _plain_tree(items: Any, depth: int) -> bool:
     """Whether ``items`` holds only syntax ``regex`` is known to compile."""
     if depth > _MAX_DEFERRED_DEPTH:
         return False
-    for op, arg in items:
+    for op, arg in getattr(items, "data", items):
         if op in _PLAIN_OPS:
             continue
         if op is sre_constants.IN:

@@ -18,6 +18,7 @@ import regex
 from benchmarks.intent_filter import big_catalog, body_catalogs
 from custom_components.soul.core import safe_regex, trie_regex
 from custom_components.soul.core.intent_filter import (
+    IntentFilterError,
     cached_catalog,
     catalog as catalog_module,
     clear_compile_cache,
@@ -203,6 +204,19 @@ def test_folding_at_once_is_folding_one_by_one() -> None:
     for text in texts:
         assert folder(text) == fold(text)
     assert folder("not given before") == fold("not given before")
+
+
+def test_folding_at_once_takes_any_text() -> None:
+    """Control characters fold as alone; a lone surrogate is left to the checks."""
+    texts = {"開\t燈", "鬧\x00鐘", "乾\r燥機", "", " ", "後\u2028天", "燈\n燈"}
+    folder = fold_all(texts)
+    for text in texts:
+        assert folder(text) == fold(text)
+    folder = fold_all({*texts, "燈\ud800"})  # zhconv cannot take it
+    for text in texts:
+        assert folder(text) == fold(text)
+    with pytest.raises(IntentFilterError, match="surrogate"):
+        compile_catalog([{"id": "a", "match": {"keywords_any": ["燈\ud800"]}}])
 
 
 def test_a_catalog_compiles_as_before_with_traditional_keywords() -> None:

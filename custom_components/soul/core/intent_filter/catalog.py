@@ -173,7 +173,15 @@ def fold_all(texts: Iterable[str]) -> Callable[[str], str]:
     would alone; a line whose length changed is folded alone, as ``fold`` does.
     """
     lowered = {text: text.lower() for text in texts if "\n" not in text}
-    converted = zhconv("\n".join(lowered.values()), "zh-Hans").split("\n")
+    try:
+        converted = zhconv("\n".join(lowered.values()), "zh-Hans").split("\n")
+    except UnicodeEncodeError:  # a lone surrogate (refused by the checks later)
+        lowered = {
+            text: low
+            for text, low in lowered.items()
+            if is_text(text, MAX_EXAMPLE_LENGTH)
+        }
+        converted = zhconv("\n".join(lowered.values()), "zh-Hans").split("\n")
     known: dict[str, str] = {}
     if len(converted) == len(lowered):
         for (text, low), simple in zip(lowered.items(), converted, strict=True):
@@ -508,7 +516,7 @@ def _checked_intent(
     slots_raw = raw.get("slots", [])
     if not isinstance(slots_raw, list) or len(slots_raw) > MAX_SLOTS:
         raise IntentFilterError(
-            (intent_id, f"slots must be a list of at most {MAX_SLOTS} objects")
+            _where(intent_id, f"slots must be a list of at most {MAX_SLOTS} objects")
         )
     slot_names: set[str] = set()
     return Intent(
@@ -545,9 +553,9 @@ def _checked_intent(
 def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
     """Return the keywords, examples and value-map keys ``_intent`` will fold.
 
-    Read before validation, so bounded as validation bounds them: only text
-    ``_strings`` would accept (``is_text``: no control character, no lone
-    surrogate, which zhconv cannot take); anything else is refused later.
+    Read before validation, so bounded as validation bounds them: strings of
+    at most ``MAX_EXAMPLE_LENGTH`` characters (``fold_all`` leaves out any
+    zhconv cannot take, a lone surrogate); anything else is refused later.
     """
     texts: set[str] = set()
     for raw in entries:
@@ -559,14 +567,16 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
                     texts.update(
                         item.strip()
                         for item in items[: MAX_LIST_ITEMS + 1]
-                        if is_text(item, MAX_EXAMPLE_LENGTH)
+                        if isinstance(item, str) and len(item) <= MAX_EXAMPLE_LENGTH
                     )
         slots = raw.get("slots") if isinstance(raw, Mapping) else None
         for slot in slots[: MAX_SLOTS + 1] if isinstance(slots, list) else ():
             value_map = slot.get("value_map") if isinstance(slot, Mapping) else None
             if isinstance(value_map, Mapping) and len(value_map) <= MAX_LIST_ITEMS:
                 texts.update(
-                    key for key in value_map if is_text(key, MAX_EXAMPLE_LENGTH)
+                    key
+                    for key in value_map
+                    if isinstance(key, str) and len(key) <= MAX_EXAMPLE_LENGTH
                 )
     return texts
 
@@ -744,14 +754,13 @@ def cached_catalog(entries: Any) -> tuple[Catalog, bool]:
 
 
 def clear_compile_cache() -> None:
-    """Forget every compiled catalog (benchmarks use it to measure cold compiles)."""
+    """Forget every compiled catalog (benchmarks use it to measure cold compiles).
+
+    And the parts catalogs share, but for the keyword indexes: their compiled
+    pattern is what ``re``'s own cache kept across compiles before they were
+    built as trees (and, like the checked patterns, it is not the catalog's).
+    """
     with _cache_lock:
         _cache.clear()
-    for shared in (
-        _shared_slots,
-        _shared_intents,
-        _shared_indexes,
-        _shared_patterns,
-        _shared_sets,
-    ):
+    for shared in (_shared_slots, _shared_intents, _shared_patterns, _shared_sets):
         shared.clear()
