@@ -211,8 +211,11 @@ def loads(
         raise UntrustedInputError(f"{what} is not valid JSON: {err}") from None
     if brackets > max_depth and _too_deep(value, max_depth):
         raise UntrustedInputError(f"{what} nests deeper than {max_depth} levels")
+    # The scans only where they can match (a "\u" escape; a character that
+    # is not ASCII): every MQTT payload, HTTP body and Star frame comes here.
     if (
-        _SURROGATE_ESCAPE.search(decoded) or _SURROGATE.search(decoded)
+        ("\\u" in decoded and _SURROGATE_ESCAPE.search(decoded))
+        or (not decoded.isascii() and _SURROGATE.search(decoded))
     ) and _has_surrogate(value):
         if not repair:
             raise UntrustedInputError(f"{what} contains a lone UTF-16 surrogate")
