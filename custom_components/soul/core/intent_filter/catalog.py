@@ -16,7 +16,7 @@ import marshal
 import math
 import re
 import threading
-from typing import Any
+from typing import Any, TypeGuard
 import weakref
 
 from zhconv_rs import zhconv
@@ -68,6 +68,8 @@ ENTITY_TYPE_NAMES = ENTITY_TYPES | {"time"}
 LENGTH_NAME = re.compile(r"duration|length|period|hold|keep|for_|_for|run_")
 _KEYWORD_RULES = ("keywords_any", "keywords_all", "negative_keywords")
 _REGEX_RULES = ("regex_any", "regex_all")
+_FOLDED_RULES = (*_KEYWORD_RULES, "examples")
+_MAPPINGS = (dict, Mapping)  # a dict first: the ABC check is slow
 _MATCH_KEYS = {
     *_KEYWORD_RULES,
     *_REGEX_RULES,
@@ -200,6 +202,11 @@ def bigrams(text: str, folder: Callable[[str], str] = fold) -> frozenset[str]:
     if len(compact) < 2:
         return frozenset({compact}) if compact else frozenset()
     return frozenset(compact[i : i + 2] for i in range(len(compact) - 1))
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
+    """``isinstance(value, Mapping)``, without the ABC check for a dict."""
+    return isinstance(value, _MAPPINGS)
 
 
 def _where(intent_id: str | None, key: str) -> str:
@@ -362,7 +369,7 @@ def _slot(
 def _checked_slot(
     raw: Any, intent_id: str, seen: set[str], folder: Callable[[str], str]
 ) -> Slot:
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         raise IntentFilterError(_where(intent_id, "every slot must be an object"))
     name = raw.get("name")
     if not isinstance(name, str) or not name or len(name) > MAX_ID_LENGTH:
@@ -453,7 +460,7 @@ def _intent(
 def _checked_intent(
     index: int, raw: Any, seen: set[str], folder: Callable[[str], str]
 ) -> Intent:
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         raise IntentFilterError("every intent_catalog entry must be an object")
     intent_id = raw.get("id")
     if not isinstance(intent_id, str) or not intent_id.strip():
@@ -479,9 +486,9 @@ def _checked_intent(
             )
         )
     match = raw.get("match", {})
-    if not isinstance(match, Mapping):
+    if not _is_mapping(match):
         raise IntentFilterError(_where(intent_id, "match must be an object"))
-    unknown = sorted(set(match) - _MATCH_KEYS)
+    unknown = () if _MATCH_KEYS.issuperset(match) else sorted(set(match) - _MATCH_KEYS)
     if unknown:
         raise IntentFilterError(_where(intent_id, f"unknown match rule {unknown[0]!r}"))
     keywords = {
@@ -559,20 +566,24 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
     """
     texts: set[str] = set()
     for raw in entries:
-        match = raw.get("match") if isinstance(raw, Mapping) else None
-        if isinstance(match, Mapping):
-            for rule in (*_KEYWORD_RULES, "examples"):
+        if not _is_mapping(raw):
+            continue
+        match = raw.get("match")
+        if _is_mapping(match):
+            for rule in _FOLDED_RULES:
                 items = match.get(rule)
                 if isinstance(items, list):
                     texts.update(
-                        item.strip()
-                        for item in items[: MAX_LIST_ITEMS + 1]
-                        if isinstance(item, str) and len(item) <= MAX_EXAMPLE_LENGTH
+                        [
+                            item.strip()
+                            for item in items[: MAX_LIST_ITEMS + 1]
+                            if isinstance(item, str) and len(item) <= MAX_EXAMPLE_LENGTH
+                        ]
                     )
-        slots = raw.get("slots") if isinstance(raw, Mapping) else None
+        slots = raw.get("slots")
         for slot in slots[: MAX_SLOTS + 1] if isinstance(slots, list) else ():
-            value_map = slot.get("value_map") if isinstance(slot, Mapping) else None
-            if isinstance(value_map, Mapping) and len(value_map) <= MAX_LIST_ITEMS:
+            value_map = slot.get("value_map") if _is_mapping(slot) else None
+            if _is_mapping(value_map) and len(value_map) <= MAX_LIST_ITEMS:
                 texts.update(
                     key
                     for key in value_map
