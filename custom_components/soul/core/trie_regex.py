@@ -46,7 +46,10 @@ def trie(words: Iterable[str]) -> Trie:
     for word in words:
         node = root
         for char in word:
-            node = node.setdefault(char, {})
+            child = node.get(char)
+            if child is None:  # (setdefault would make a dict for every character)
+                child = node[char] = {}
+            node = child
         node[""] = {}
     return root
 

@@ -244,6 +244,8 @@ def _strings(
 ) -> list[str]:
     if not isinstance(value, list):
         raise IntentFilterError(f"{_say(where)} must be a list of strings")
+    if not value:
+        return []
     if len(value) > limit:
         raise IntentFilterError(f"{_say(where)} has more than {limit} items")
     out = []
@@ -332,16 +334,18 @@ class _Shared[V]:
             self._items.clear()
 
 
-def _content(raw: Any) -> bytes | None:
+def _content(raw: Any, *, digest: bool = True) -> bytes | None:
     """Return a key for plain JSON content (None for anything else).
 
-    A digest of the content (equal content gives equal bytes, see
-    ``cached_catalog``), kept while the part lives: 32 bytes, not the content.
+    The content's bytes (equal content gives equal bytes, see
+    ``cached_catalog``); with ``digest``, their 32-byte digest, for a large
+    part (a key is kept while its part lives).
     """
     try:
-        return hashlib.blake2b(marshal.dumps(raw, 2), digest_size=32).digest()
+        content = marshal.dumps(raw, 2)
     except (TypeError, ValueError):
         return None
+    return hashlib.blake2b(content, digest_size=32).digest() if digest else content
 
 
 _shared_slots: _Shared[Slot] = _Shared(4096, weak=True)
@@ -356,7 +360,7 @@ _shared_sets: _Shared[Any] = _Shared(256)
 def _slot(
     raw: Any, intent_id: str, seen: set[str], folder: Callable[[str], str] = fold
 ) -> Slot:
-    key = _content(raw)
+    key = _content(raw, digest=False)  # a slot is small
     if key is not None and (slot := _shared_slots.get(key)) is not None:
         if slot.name in seen:
             raise IntentFilterError(_where(intent_id, f"duplicate slot {slot.name!r}"))
