@@ -262,19 +262,24 @@ def test_patterns_regex_may_read_apart_compile_when_checked(pattern: str) -> Non
     assert checked.is_compiled
 
 
+def _slow_compiles(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    compile_now = safe_regex._compile
+
+    def compile_slowly(pattern: str) -> Any:
+        time.sleep(seconds)
+        return compile_now(pattern)
+
+    monkeypatch.setattr(safe_regex, "_compile", compile_slowly)
+
+
 def test_a_first_use_compile_costs_no_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compiling a checked pattern on its first search is not the input's time."""
     checked = check_untrusted("(?:首次|编译)+(测试)")
     assert not checked.is_compiled
     assert search(checked, "没有这些字") is None  # no first character: not compiled
     assert not checked.is_compiled
-    compile_now = safe_regex._compile
-
-    def compile_slowly(pattern: str) -> Any:
-        time.sleep(0.02)  # longer than the budget
-        return compile_now(pattern)
-
-    monkeypatch.setattr(safe_regex, "_compile", compile_slowly)
+    _slow_compiles(monkeypatch, 0.02)  # longer than the budget
+    monkeypatch.setattr(safe_regex, "FREE_COMPILE_SECONDS", 1.0)
     before = deferred_compile_seconds()
     with budget(0.010):
         match = search(checked, "首次测试")
@@ -283,3 +288,21 @@ def test_a_first_use_compile_costs_no_budget(monkeypatch: pytest.MonkeyPatch) ->
         assert search(r"测(试)", "测试") is not None  # the budget is not spent
     assert deferred_compile_seconds() - before >= 0.02
     assert checked.is_compiled
+
+
+def test_first_use_compiles_beyond_the_free_time_are_the_inputs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An input's free compile time is bounded: past it, compiles spend its budget.
+
+    So a catalog of many long patterns cannot hold the event loop on its first
+    command for longer than its budget and that free time.
+    """
+    checked = check_untrusted("(?:超出|编译)+(时间)")
+    _slow_compiles(monkeypatch, 0.02)
+    monkeypatch.setattr(safe_regex, "FREE_COMPILE_SECONDS", 0.0)
+    before = deferred_compile_seconds()
+    with budget(0.010), pytest.raises(RegexBudgetError):
+        search(checked, "超出时间")
+    assert checked.is_compiled  # compiled once, for the next input
+    assert deferred_compile_seconds() == before

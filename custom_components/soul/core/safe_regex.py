@@ -40,6 +40,12 @@ _REPEATS = {
 }
 _ATOMIC_GROUP = getattr(sre_constants, "ATOMIC_GROUP", None)
 _deadline: ContextVar[float | None] = ContextVar("soul_regex_deadline", default=None)
+# First-use compiles of checked patterns one input may make outside its budget:
+# a catalog's first command pays them (a command usually needs a few).
+FREE_COMPILE_SECONDS = 0.003
+_free: ContextVar[float] = ContextVar(
+    "soul_regex_free_compile", default=FREE_COMPILE_SECONDS
+)
 
 
 class UnsafeRegexError(ValueError):
@@ -345,32 +351,40 @@ class budget:  # noqa: N801 - used as ``with budget(seconds):``, like a function
     filtered command, and a generator costs several times as much.
     """
 
-    __slots__ = ("_seconds", "_token")
+    __slots__ = ("_free_token", "_seconds", "_token")
 
     def __init__(self, seconds: float) -> None:
         """Prepare a budget of ``seconds``; the clock starts on entering it."""
         self._seconds = seconds
         self._token: Token[float | None] | None = None
+        self._free_token: Token[float] | None = None
 
     def __enter__(self) -> None:
         """Start the budget."""
         deadline = time.perf_counter() + self._seconds
         outer = _deadline.get()
         self._token = _deadline.set(deadline if outer is None else min(outer, deadline))
+        if outer is None:  # the input's own first-use compiles
+            self._free_token = _free.set(FREE_COMPILE_SECONDS)
 
     def __exit__(self, *_exc: object) -> None:
         """End the budget: the outer one (if any) applies again."""
         if self._token is not None:
             _deadline.reset(self._token)
             self._token = None
+        if self._free_token is not None:
+            _free.reset(self._free_token)
+            self._free_token = None
 
 
 def deferred_compile_seconds() -> float:
-    """Return how long first-use compiles took in this thread, in all.
+    """Return how long first-use compiles took in this thread, in all, unbudgeted.
 
     That time is not the input's: ``search`` moves the budget's deadline by
     it, and the intent filter its own (a command's decisions must not depend
     on whether an earlier command already compiled its catalog's patterns).
+    Up to ``FREE_COMPILE_SECONDS`` an input: beyond, a compile is the input's
+    time like any other (the event loop is held for a bounded time).
     """
     return _deferred.seconds
 
@@ -383,15 +397,22 @@ _deferred = _Deferred()
 
 
 def _compile_now(pattern: UntrustedPattern) -> regex.Pattern[str]:
-    """Compile a checked pattern on its first use, outside the time of the input."""
+    """Compile a checked pattern on its first use, outside the time of the input.
+
+    Up to what is left of ``FREE_COMPILE_SECONDS`` for the input; the rest
+    counts against its budget.
+    """
     started = time.perf_counter()
     try:
         return pattern.compiled()
     finally:
         spent = time.perf_counter() - started
-        _deferred.seconds += spent
-        if (deadline := _deadline.get()) is not None:
-            _deadline.set(deadline + spent)
+        free = _free.get()
+        if (excused := min(spent, free)) > 0:
+            _free.set(free - excused)
+            _deferred.seconds += excused
+            if (deadline := _deadline.get()) is not None:
+                _deadline.set(deadline + excused)
 
 
 def search(
@@ -429,6 +450,14 @@ def search(
         compiled = pattern._compiled  # noqa: SLF001 - the hot path: no call
         if compiled is None:
             compiled = _compile_now(pattern)
+            if (deadline := _deadline.get()) is not None:  # what the compile left
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    raise RegexBudgetError(
+                        "no time is left for patterns on this input", source
+                    )
+                if remaining < limit:
+                    limit, by_budget = remaining, True
     else:
         compiled = compile_untrusted(pattern) if isinstance(pattern, str) else pattern
         if (firsts := first_chars(source)) is not None and firsts.isdisjoint(text):
