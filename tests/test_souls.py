@@ -40,6 +40,7 @@ from custom_components.soul.const import (
 )
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
+from custom_components.soul.entity import ADD_CHUNK
 from custom_components.soul.helpers import find_device
 from custom_components.soul.souls import STORAGE_KEY
 
@@ -730,3 +731,37 @@ async def test_reconfigure_keeps_the_owner(
         "persona": "Loud.",
         "user_id": "kid",
     }
+
+
+async def test_many_souls_each_get_their_entities(
+    hass: HomeAssistant, mqtt_mock: MqttMockHAClient, entity_registry: er.EntityRegistry
+) -> None:
+    """Souls are added a few at a time (the loop runs between): every one is there."""
+    count = 3 * ADD_CHUNK + 1
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={CONF_TOPIC_PREFIX: "soul"},
+        subentries_data=[
+            {
+                "data": {"name": f"Soul {n}", "mbti_type": "ENFP"},
+                "subentry_type": "soul",
+                "title": f"Soul {n}",
+                "unique_id": None,
+            }
+            for n in range(count)
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    entities = er.async_entries_for_config_entry(entity_registry, entry.entry_id)
+    by_soul: dict[str | None, set[str]] = {}
+    for entity in entities:
+        by_soul.setdefault(entity.config_subentry_id, set()).add(entity.domain)
+    souls = set(entry.subentries)
+    assert len(souls) == count
+    assert all(by_soul.get(s) == {"sensor", "conversation"} for s in souls)
+    pleasure = [e for e in entities if e.translation_key == "pleasure"]
+    assert len(pleasure) == count
+    assert all(hass.states.get(e.entity_id) is not None for e in pleasure)

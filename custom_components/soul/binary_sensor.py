@@ -149,7 +149,7 @@ async def async_setup_entry(
             and entity.unique_id.removeprefix(prefix) not in servers
         ):
             entities.async_remove(entity.entity_id)  # a server no longer configured
-    async_setup_terminal_entities(
+    await async_setup_terminal_entities(
         hass,
         entry,
         async_add_entities,

@@ -27,7 +27,7 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add the skill buttons of every terminal."""
-    async_setup_terminal_entities(
+    await async_setup_terminal_entities(
         hass,
         entry,
         async_add_entities,

@@ -332,7 +332,7 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add one conversation agent per soul."""
-    async_setup_soul_entities(
+    await async_setup_soul_entities(
         hass,
         entry,
         async_add_entities,

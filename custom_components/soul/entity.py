@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -151,6 +152,11 @@ class SkillEntity(TerminalEntity):
 
 type EntityBuilder = Callable[[SoulConfigEntry, Terminal], Iterable[TerminalEntity]]
 
+# Souls or bodies whose entities a platform adds before it lets the event loop
+# run: Home Assistant adds entities inside the call, so a setup with 50 souls
+# or 200 bodies is not one long step of the loop.
+ADD_CHUNK = 8
+
 
 def skill_entities(cls: type[SkillEntity], kind: Profile) -> EntityBuilder:
     """Return a builder of ``cls`` entities for a terminal's skills of profile ``kind``."""
@@ -167,8 +173,7 @@ def skill_entities(cls: type[SkillEntity], kind: Profile) -> EntityBuilder:
     return build
 
 
-@callback
-def async_setup_terminal_entities(
+async def async_setup_terminal_entities(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
@@ -220,9 +225,12 @@ def async_setup_terminal_entities(
             added.pop(terminal.terminal_id, None)
             built_from.pop(terminal.terminal_id, None)
 
-    for terminal in registry:
-        sync(terminal)
     entry.async_on_unload(registry.subscribe(changed))
+    for count, terminal in enumerate(list(registry), 1):
+        if registry.get(terminal.terminal_id) is terminal:  # not removed meanwhile
+            sync(terminal)
+        if count % ADD_CHUNK == 0:
+            await asyncio.sleep(0)
 
 
 def _registered_skill_entities(
@@ -292,8 +300,7 @@ class SoulDeviceEntity(Entity):
             self.async_write_ha_state()
 
 
-@callback
-def async_setup_soul_entities(
+async def async_setup_soul_entities(
     hass: HomeAssistant,
     entry: SoulConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
@@ -306,17 +313,25 @@ def async_setup_soul_entities(
     """
 
     added: set[str] = set()
+    hub = entry.runtime_data.souls
+
+    @callback
+    def add(soul_id: str, soul: Soul) -> None:
+        if soul_id not in added:
+            added.add(soul_id)
+            async_add_entities(build(entry, soul), config_subentry_id=soul_id)
 
     @callback
     def sync() -> None:
-        souls = entry.runtime_data.souls.souls
-        for soul_id, soul in souls.items():
-            if soul_id not in added:
-                added.add(soul_id)
-                async_add_entities(build(entry, soul), config_subentry_id=soul_id)
-        added.intersection_update(souls)
+        for soul_id, soul in list(hub.souls.items()):
+            add(soul_id, soul)
+        added.intersection_update(hub.souls)
 
-    sync()
     entry.async_on_unload(
         async_dispatcher_connect(hass, signal_souls_changed(entry.entry_id), sync)
     )
+    for count, (soul_id, soul) in enumerate(list(hub.souls.items()), 1):
+        if hub.soul(soul_id) is soul:  # not removed meanwhile
+            add(soul_id, soul)
+        if count % ADD_CHUNK == 0:
+            await asyncio.sleep(0)

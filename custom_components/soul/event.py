@@ -62,7 +62,7 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add the user-emotion event entity per terminal."""
-    async_setup_terminal_entities(
+    await async_setup_terminal_entities(
         hass,
         entry,
         async_add_entities,

@@ -144,7 +144,7 @@ async def async_setup_entry(
 ) -> None:
     """Add the soul select and the skill selects of every terminal."""
     skill_selects = skill_entities(SkillSelect, Profile.SELECT)
-    async_setup_terminal_entities(
+    await async_setup_terminal_entities(
         hass,
         entry,
         async_add_entities,

@@ -285,13 +285,13 @@ async def async_setup_entry(
             StarRateSensor(entry, "star_latency", UnitOfTime.MILLISECONDS),
         ]
     )
-    async_setup_soul_entities(
+    await async_setup_soul_entities(
         hass,
         entry,
         async_add_entities,
         lambda entry, soul: [SoulSensor(entry, soul, d) for d in SOUL_SENSORS],
     )
-    async_setup_terminal_entities(
+    await async_setup_terminal_entities(
         hass,
         entry,
         async_add_entities,
