@@ -144,9 +144,16 @@ def _firsts(items: Any, out: set[str]) -> bool:
     return True
 
 
-def _firsts_of(pattern: str, tree: Any) -> frozenset[str] | None:
+def _read_apart(pattern: str) -> bool:
+    """Whether ``pattern`` holds what regex and re read apart: POSIX classes, braces."""
+    return "[:" in pattern or "{" in _REPEAT_BRACES.sub("", pattern)
+
+
+def _firsts_of(
+    pattern: str, tree: Any, read_apart: bool | None = None
+) -> frozenset[str] | None:
     """Return ``first_chars(pattern)`` from the pattern's parse tree ``tree``."""
-    if "[:" in pattern or "{" in _REPEAT_BRACES.sub("", pattern):
+    if _read_apart(pattern) if read_apart is None else read_apart:
         return None  # POSIX classes and braces: regex and re read them apart
     if tree.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
         return None
@@ -168,13 +175,13 @@ def first_chars(pattern: str) -> frozenset[str] | None:
     and anchors (then nothing is known). A text holding none of these
     characters cannot match, so ``search`` need not run the pattern on it.
     """
-    if "[:" in pattern or "{" in _REPEAT_BRACES.sub("", pattern):
+    if _read_apart(pattern):
         return None  # before parsing: the same answer, sooner
     try:
         tree = sre_parse.parse(pattern)
     except (sre_constants.error, RecursionError, OverflowError, TypeError):
         return None
-    return _firsts_of(pattern, tree)
+    return _firsts_of(pattern, tree, read_apart=False)
 
 
 # Patterns whose ``regex`` compile may wait for their first use: short, and
@@ -236,12 +243,11 @@ def _plain_tree(items: Any, depth: int) -> bool:
     return True
 
 
-def _deferrable(pattern: str, tree: Any) -> bool:
+def _deferrable(pattern: str, tree: Any, read_apart: bool) -> bool:
     """Whether ``pattern`` (parsed by ``re`` as ``tree``) may compile on first use."""
     if (
         len(pattern) > MAX_DEFERRED_LENGTH
-        or "[:" in pattern
-        or "{" in _REPEAT_BRACES.sub("", pattern)
+        or read_apart
         or any(operator in pattern for operator in _SET_OPERATORS)
         or tree.state.flags != sre_constants.SRE_FLAG_UNICODE
         or any(
@@ -328,8 +334,9 @@ def check_untrusted(pattern: str) -> UntrustedPattern:
             "atoms when unrolled)",
             pattern,
         )
-    firsts = _firsts_of(pattern, tree)
-    if _deferrable(pattern, tree):
+    read_apart = _read_apart(pattern)
+    firsts = _firsts_of(pattern, tree, read_apart)
+    if _deferrable(pattern, tree, read_apart):
         return UntrustedPattern(
             pattern, tree.state.groups - 1, dict(tree.state.groupdict), firsts, None
         )

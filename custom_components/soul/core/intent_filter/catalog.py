@@ -692,8 +692,10 @@ def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
     vocabulary = lexicon("zh-CN").table
     for intent in intents:
         for rule in _KEYWORD_RULES:
-            for keyword in getattr(intent, rule):
-                owners.setdefault(keyword, []).append(_pair(intent.index, rule))
+            if keywords := getattr(intent, rule):
+                pair = _pair(intent.index, rule)
+                for keyword in keywords:
+                    owners.setdefault(keyword, []).append(pair)
         # A keyword that names a built-in entity ("灯", "闹钟", "点头") also
         # matches the entity's other names ("lamp", "アラーム", "nod"), so one
         # catalog serves every supported language.
