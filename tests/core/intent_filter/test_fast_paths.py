@@ -34,7 +34,7 @@ from custom_components.soul.core.safe_regex import (
     first_chars,
     search,
 )
-from custom_components.soul.core.trie_regex import alternation, compile_keywords, trie
+from custom_components.soul.core.trie_regex import alternation, compile_keywords
 
 sre_compiler: Any = re._compiler  # type: ignore[attr-defined]
 sre_parse: Any = re._parser  # type: ignore[attr-defined]
@@ -336,11 +336,15 @@ def test_keywords_compile_to_the_program_of_their_source(buckets: int) -> None:
 
 
 def test_keyword_prefixes_are_the_keywords_they_begin_with() -> None:
-    words = ["开", "开灯", "开灯光", "灯", "打开", "x", "xy", "xyz"]
-    prefixes = catalog_module._prefixes(words, trie(words))
-    assert prefixes == {
-        word: tuple(
-            word[:end] for end in range(len(word), 0, -1) if word[:end] in words
-        )
-        for word in words
-    }
+    rng = random.Random(5)  # noqa: S311 - reproducible test data, not secrets
+    for _ in range(200):
+        words = {
+            "".join(rng.choice("ab开灯") for _ in range(rng.randint(1, 5)))
+            for _ in range(rng.randint(1, 30))
+        }
+        assert catalog_module._prefixes(words) == {
+            word: tuple(
+                word[:end] for end in range(len(word), 0, -1) if word[:end] in words
+            )
+            for word in words
+        }

@@ -23,7 +23,7 @@ from zhconv_rs import zhconv
 
 from ..language import to_simplified
 from ..safe_regex import UnsafeRegexError, UntrustedPattern, check_untrusted
-from ..trie_regex import BUCKETS, Trie, compile_trie, trie
+from ..trie_regex import BUCKETS, compile_trie, trie
 from ..untrusted import is_text
 from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
 
@@ -596,22 +596,20 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
     return texts
 
 
-def _prefixes(keywords: Iterable[str], root: Trie) -> dict[str, tuple[str, ...]]:
+def _prefixes(keywords: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Return each keyword's prefixes that are keywords too, longest first.
 
-    Read along the keyword's path in the trie of all keywords (where a word
-    ends there): at most ``MAX_KEYWORD_LENGTH`` steps per keyword, so linear
-    in the catalog.
+    In sorted order a keyword's prefixes come before it, each a prefix of the
+    next: a stack of them is kept (what is no prefix of a keyword is no prefix
+    of any later one). Linear in the catalog but for the sort.
     """
     prefixes: dict[str, tuple[str, ...]] = {}
-    for keyword in keywords:
-        node = root
-        ends = []
-        for position, char in enumerate(keyword, 1):
-            node = node[char]
-            if "" in node and position < len(keyword):
-                ends.append(keyword[:position])
-        prefixes[keyword] = (keyword, *reversed(ends)) if ends else (keyword,)
+    stack: list[str] = []
+    for keyword in sorted(keywords):
+        while stack and not keyword.startswith(stack[-1]):
+            stack.pop()
+        prefixes[keyword] = (keyword, *reversed(stack)) if stack else (keyword,)
+        stack.append(keyword)
     return prefixes
 
 
@@ -722,7 +720,7 @@ def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
     pattern = compile_trie(root, buckets=buckets) if owners else None
     return (
         pattern,
-        _prefixes(owners, root),
+        _prefixes(owners),
         {keyword: tuple(found) for keyword, found in owners.items()},
     )
 
