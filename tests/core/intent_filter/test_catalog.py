@@ -11,6 +11,7 @@ from custom_components.soul.core.intent_filter import (
     IntentFilterError,
     clear_compile_cache,
     compile_catalog,
+    engine,
     filter_intents,
 )
 from custom_components.soul.core.intent_filter.catalog import (
@@ -99,7 +100,13 @@ HOSTILE = [
 ]  # fmt: skip
 
 
-def test_hostile_patterns_are_bounded_and_reported() -> None:
+def test_hostile_patterns_are_bounded_and_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The patterns' budget (12 ms) is what is tested; the command's own 15 ms
+    # is not: on a busy machine the patterns' 12 ms leave too little of it
+    # for the light's clause, which is then skipped (and the test failed).
+    monkeypatch.setattr(engine, "FILTER_BUDGET", 1.0)
     clear_compile_cache()
     command = "a" * 60 + " b, turn on the light"
     started = time.perf_counter()
@@ -107,8 +114,6 @@ def test_hostile_patterns_are_bounded_and_reported() -> None:
     elapsed = time.perf_counter() - started
     # The command's patterns share one budget (12 ms): far from a stalled loop.
     assert elapsed < 1.0
-    # (On a busy machine the command's own 15 ms may run out too: that note
-    # names no intent.)
     reported = {(w.get("intent_id"), w["pattern"]) for w in first["meta"]["warnings"]}
     assert ("evil_any", "^(a|aa)+$") in reported
     # The rest of the catalog still works.
