@@ -3,6 +3,10 @@
 ``LoopMeter`` wraps ``asyncio.events.Handle._run`` — every callback the loop
 runs, task steps included — and adds up how long each held the loop; it keeps
 the longest ones with what they were (a task's coroutine, or the callback).
+A garbage collection runs inside whichever callback allocates the object that
+triggers it: its time is counted in that callback, and named in its
+description ("[garbage collection: generation 2, 255 ms]"); ``gc_time`` and
+``gc_full`` add up the collections (and the full ones) while entered.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from asyncio import events
 import cProfile
+import gc
 import heapq
 import io
 import pstats
@@ -50,6 +55,20 @@ class LoopMeter:
         self._original: Any = None
         self.closed = False
         self.profiler = cProfile.Profile() if profile else None
+        self.gc_time = 0.0  # seconds of garbage collection while entered
+        self.gc_full = 0  # generation-2 collections while entered
+        self._gc_started = 0.0
+        self._gc_in_callback: list[tuple[int, float]] = []
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        """Time each collection (``gc.callbacks``)."""
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        spent = time.perf_counter() - self._gc_started
+        self.gc_time += spent
+        self.gc_full += info["generation"] == 2
+        self._gc_in_callback.append((info["generation"], spent))
 
     def __enter__(self) -> Self:
         """Start timing callbacks."""
@@ -59,8 +78,21 @@ class LoopMeter:
         keep = self.keep
         meter = self
 
+        collected = self._gc_in_callback
+
+        def what(callback: Any, handle: events.Handle) -> str:
+            text = describe(callback, handle)
+            if collected:
+                generation, spent = max(collected, key=lambda c: c[1])
+                text += (
+                    f" [garbage collection: generation {generation},"
+                    f" {spent * 1000:.0f} ms]"
+                )
+            return text
+
         def _run(handle: events.Handle) -> None:
             callback = handle._callback  # noqa: SLF001  # cleared if it cancels itself
+            collected.clear()
             start = clock()
             original(handle)
             spent = clock() - start
@@ -69,13 +101,12 @@ class LoopMeter:
             meter.total += spent
             meter.count += 1
             if len(heap) < keep:
-                heapq.heappush(heap, (spent, meter.count, describe(callback, handle)))
+                heapq.heappush(heap, (spent, meter.count, what(callback, handle)))
             elif spent > heap[0][0]:
-                heapq.heapreplace(
-                    heap, (spent, meter.count, describe(callback, handle))
-                )
+                heapq.heapreplace(heap, (spent, meter.count, what(callback, handle)))
 
         events.Handle._run = _run  # type: ignore[method-assign]  # noqa: SLF001
+        gc.callbacks.append(self._on_gc)
         if self.profiler is not None:
             self.profiler.enable()
         return self
@@ -88,6 +119,8 @@ class LoopMeter:
     ) -> None:
         """Stop timing."""
         self.closed = True
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
         if self.profiler is not None:
             self.profiler.disable()
         events.Handle._run = self._original  # type: ignore[method-assign]  # noqa: SLF001
