@@ -201,6 +201,7 @@ def evolve(state: SoulState, persona: Persona, now: float) -> SoulState:
     ramp_start = last_input_at + persona.boredom_after
     ramp_end = ramp_start + BOREDOM_RAMP
     half_life = persona.recovery_half_life
+    boredom_after = persona.boredom_after
     bp, ba, bd = persona.baseline
     xp, xa, xd = _BORED
     p, a, d = state.p, state.a, state.d
@@ -211,7 +212,9 @@ def evolve(state: SoulState, persona: Persona, now: float) -> SoulState:
             step = min(now, ramp_start) - t
         else:
             step = now - t
-        level = boredom_level(persona, t + step / 2 - last_input_at)
+        # boredom_level(persona, t + step / 2 - last_input_at), inlined
+        over = t + step / 2 - last_input_at - boredom_after
+        level = 0.0 if over <= 0 else BOREDOM_MAX * min(1.0, over / BOREDOM_RAMP)
         gp, ga, gd = (
             bp + level * (xp - bp),
             ba + level * (xa - ba),
