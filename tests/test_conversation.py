@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest.mock import patch
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import llm
+from homeassistant.helpers import intent, llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -117,22 +118,39 @@ async def test_assist_with_the_model_and_home_assistant_tools(
         state.attributes["supported_features"]
         == conversation.ConversationEntityFeature.CONTROL
     )
-    fake_llm.reply("Hello from Aria!")
-    result = await conversation.async_converse(
-        hass,
-        "What do you think about the weather?",
-        None,
-        Context(),
-        language="en",
-        agent_id=agent,
-    )
+    provided = []
+    provide = conversation.ChatLog.async_provide_llm_data
+
+    async def counted(chat_log: conversation.ChatLog, *args: Any) -> None:
+        provided.append(args)
+        await provide(chat_log, *args)
+
+    with patch.object(conversation.ChatLog, "async_provide_llm_data", counted):
+        # A turn the intent filter answers needs no prompt and no LLM API.
+        result = await conversation.async_converse(
+            hass, "把灯调成绿色", None, Context(), language="zh-cn", agent_id=agent
+        )
+        assert result.response.speech["plain"]["speech"] == "好的。"
+        assert provided == []
+        fake_llm.reply("Hello from Aria!")
+        result = await conversation.async_converse(
+            hass,
+            "What do you think about the weather?",
+            None,
+            Context(),
+            language="en",
+            agent_id=agent,
+        )
     assert result.response.speech["plain"]["speech"] == "Hello from Aria!"
+    assert len(provided) == 1  # given when the model is asked
     (request,) = fake_llm.chat_requests
     offered = {t["function"]["name"] for t in request["tools"]}
     assert "control_light" in offered  # the body's skills
     # and Assist's tools (newer Home Assistant prefixes their names)
     assert any(name.endswith("HassTurnOn") for name in offered)
     assert "Aria" in request["messages"][0]["content"]
+    system = [m["content"] for m in request["messages"] if m["role"] == "system"]
+    assert any("Home Assistant" in text for text in system[1:])  # its prompt
 
 
 async def test_a_soul_without_a_body_talks(
@@ -232,3 +250,54 @@ async def test_soul_bodies_llm_api(hass: HomeAssistant, body: Any) -> None:  # n
     data, error = tool_output(bad)
     assert data["ok"] is False
     assert error or not hasattr(llm, "ToolResult")  # 2026.2 has no error flag
+
+
+async def test_an_llm_api_gone_fails_only_the_model_turn(
+    hass: HomeAssistant, fake_llm: FakeOpenAI, mqtt_mock: MqttMockHAClient
+) -> None:
+    """An LLM API that no longer exists: the model turn says so, intents still run."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_LLM_BASE_URL: fake_llm.base_url,
+            CONF_MEMORY_BACKEND: "none",
+            CONF_LLM_MODEL: DEFAULT_MODEL,
+        },
+        subentries_data=[
+            {
+                "data": {"name": "Aria", "mbti_type": "ENFP", "llm_hass_api": ["gone"]},
+                "subentry_type": "soul",
+                "title": "Aria",
+                "unique_id": None,
+            }
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    entry.runtime_data.souls.bind(T, next(iter(entry.subentries)))
+    announce(hass)
+    await hass.async_block_till_done()
+    result = await conversation.async_converse(
+        hass,
+        "把灯调成绿色",
+        None,
+        Context(),
+        language="zh-cn",
+        agent_id="conversation.aria",
+    )
+    assert result.response.speech["plain"]["speech"] == "好的。"
+    fake_llm.reply("never asked")
+    result = await conversation.async_converse(
+        hass,
+        "How are you?",
+        None,
+        Context(),
+        language="en",
+        agent_id="conversation.aria",
+    )
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "LLM API" in result.response.speech["plain"]["speech"]
+    assert fake_llm.chat_requests == []

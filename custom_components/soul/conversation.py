@@ -9,13 +9,15 @@ body's skills — and, when the soul's subentry selects Home Assistant LLM APIs
 conversation's one history: the model's messages are built from it, the
 model's reply streams into it token by token, and every tool call and result
 (the body's skills, ``recall_memory``, Assist's tools) is recorded in it, so
-Assist's debug view shows the whole turn.
+Assist's debug view shows the whole turn. Home Assistant's prompt and the
+LLM APIs' tools are given to the chat log only when the model is asked
+(``ChatLogTranscript.prepare``): a turn the intent filter answers skips them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 import json
 from typing import Any, Literal
 
@@ -32,7 +34,7 @@ from .const import CONF_TERMINAL, DOMAIN
 from .core import untrusted
 from .core.chat_phrases import phrase
 from .core.chat_request import ChatError
-from .core.chat_tools import tool_message
+from .core.chat_tools import ExtraTools, tool_message
 from .core.llm import ToolCall
 from .core.reasoning import MAX_ARGUMENTS_BYTES
 from .core.souls import Soul
@@ -94,10 +96,22 @@ class ChatLogTranscript:
     """
 
     def __init__(
-        self, hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str
+        self,
+        hass: HomeAssistant,
+        chat_log: conversation.ChatLog,
+        agent_id: str,
+        llm_data: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """Start feeding ``chat_log`` as ``agent_id``."""
+        """Start feeding ``chat_log`` as ``agent_id``.
+
+        ``llm_data`` gives the chat log Home Assistant's prompt and LLM API
+        (``ChatLog.async_provide_llm_data``); ``prepare`` runs it, so a turn
+        the intent filter answers never renders the prompt (1.35 ms a turn).
+        """
         self._chat_log = chat_log
+        self._llm_data = llm_data
+        self._prepared = False
+        self._tools: AssistTools | None = None
         self._queue: asyncio.Queue[_Delta | None] = asyncio.Queue()
         self._open = False  # an assistant message takes deltas
         self._agent_id = agent_id
@@ -116,6 +130,16 @@ class ChatLogTranscript:
             self._deltas(),
         ):
             pass
+
+    async def prepare(self) -> ExtraTools | None:
+        """Give the chat log its LLM data once; return the LLM API's tools."""
+        if not self._prepared:
+            self._prepared = True
+            if self._llm_data is not None:
+                await self._llm_data()  # ConverseError: the chat's caller answers it
+            if (api := self._chat_log.llm_api) is not None:
+                self._tools = AssistTools(api)
+        return self._tools
 
     def history(self) -> list[dict[str, Any]]:
         """Return the chat log as model messages (the latest ``MAX_HISTORY``)."""
@@ -272,15 +296,15 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
     ) -> conversation.ConversationResult:
         """Run the turn through the chat pipeline and log the reply."""
         options = self._options()
-        try:
+
+        async def llm_data() -> None:
             await chat_log.async_provide_llm_data(
                 user_input.as_llm_context(DOMAIN),
                 options.get(CONF_LLM_HASS_API),
                 None,
                 user_input.extra_system_prompt,
             )
-        except conversation.ConverseError as err:
-            return err.as_conversation_result()
+
         if (
             (user_id := user_input.context.user_id) is not None
             and (user := await self.hass.auth.async_get_user(user_id)) is not None
@@ -299,19 +323,17 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
             if runtime.souls.soul_of(terminal_id) is None:
                 runtime.souls.bind(terminal_id, self.soul_id)
             body["terminal_id"] = terminal_id
-        extra = AssistTools(chat_log.llm_api) if chat_log.llm_api else None
-        transcript = ChatLogTranscript(self.hass, chat_log, self.entity_id)
+        transcript = ChatLogTranscript(self.hass, chat_log, self.entity_id, llm_data)
         try:
             await runtime.chat.chat(
-                body,
-                extra_tools=extra,
-                transcript=transcript,
-                soul_only=True,
-                channel="assist",
+                body, transcript=transcript, soul_only=True, channel="assist"
             )
         except ChatError as err:
             await transcript.finish()
             return _error(user_input, str(err))
+        except conversation.ConverseError as err:  # the LLM API is gone
+            await transcript.finish()
+            return err.as_conversation_result()
         await transcript.finish()
         return conversation.async_get_result_from_chat_log(user_input, chat_log)
 

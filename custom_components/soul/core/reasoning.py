@@ -130,6 +130,10 @@ class Reasoner:
             turn.reply = phrase(turn.request.text, "no_model")
             self._on_no_model()
             return None
+        if turn.transcript is not None:  # Assist: its prompt and LLM API, now
+            turn.extra_tools = combine(
+                turn.extra_tools, await turn.transcript.prepare()
+            )
         terminal = self._registry.get(turn.request.terminal_id)
         turn.body_reachable = reachable(self._invoker, turn)
         turn.unreachable = False  # only an attempted action makes it so

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .chat_phrases import normalize_reply
+from .chat_tools import ExtraTools
 from .llm import ToolCall
 
 # The longest form of a reply that says nothing ("<NO_REPLY>", "[NO_REPLY]").
@@ -23,6 +24,15 @@ _HOLD = len("[NO_REPLY]") + 2
 
 class Transcript(Protocol):
     """A conversation's history and the sink of one turn's steps."""
+
+    async def prepare(self) -> ExtraTools | None:
+        """Get ready for the model; return the tools this way in offers it.
+
+        Called before a turn first asks the model, never for a turn the
+        intent filter answers: work only a model needs (Home Assistant's
+        system prompt, its LLM API's tools) is done here. May be called more
+        than once; the first call does the work.
+        """
 
     def history(self) -> list[dict[str, Any]]:
         """Return the conversation as model messages, the user's turn last.
