@@ -238,3 +238,47 @@ def test_star_frames_are_routed_or_answered(batch: list[Any]) -> None:
     for text in [*env_peer.texts, *agent_peer.texts]:
         text.encode("utf-8")  # what the hub sends is sendable
         assert isinstance(json.loads(text), dict)
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_WRAPPED = st.tuples(
+    st.sampled_from(["", " ", "\t\n", "\ufeff", "x", "\u3000"]),
+    _JSON_VALUES.map(json.dumps),
+    st.sampled_from(["", " ", "\r\n ", "x", ",1", "}", "\u00a0", " 2"]),
+).map("".join)
+
+
+_BROKEN = st.sampled_from(
+    [
+        '{"a" 1}', "[1,]", '{"a":}', '"\\x"', "[1 2]", '{"a":1', '"abc', "nul",
+        "tru", "-", "1e", "1.", "[", "{", '{"a":1,}', "[NaN, -Infinity]",
+        '{"\\ud800": 1}', "0123", '"\t"', "[" * 40 + "]" * 40,
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(_WRAPPED | _BROKEN | st.text(max_size=40))
+def test_the_json_decoder_answers_as_json_loads(text: str) -> None:
+    """``untrusted`` decodes with json's scanner alone: the same values and errors."""
+    try:
+        expected: Any = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        expected = (type(err), str(err))
+    try:
+        got: Any = untrusted._decode(text)
+    except (ValueError, RecursionError) as err:
+        got = (type(err), str(err))
+    # NaN is not equal to itself: compare the JSON of both.
+    assert json.dumps(got, default=repr) == json.dumps(expected, default=repr)

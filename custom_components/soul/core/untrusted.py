@@ -22,6 +22,7 @@ Every refusal is an ``UntrustedInputError`` whose message says what to fix
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import json
 import re
 import sys
@@ -153,6 +154,23 @@ def _repaired(value: Any) -> Any:
     return value
 
 
+# The C scanner ``json.loads`` runs, without ``JSONDecoder.decode``'s two
+# whitespace searches around it (half of a small envelope's decoding; set by
+# ``JSONDecoder.__init__``, which typeshed does not declare).
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _decode(text: str) -> Any:
+    """Return ``json.loads(text)``: the same value, or the same error."""
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:  # leading whitespace, a BOM, nothing: json.loads says
+        return json.loads(text)
+    if end != len(text) and text[end:].strip(" \t\n\r"):
+        return json.loads(text)  # extra data after the value: its error
+    return value
+
+
 def loads(
     raw: bytes | bytearray | str,
     *,
@@ -197,7 +215,7 @@ def loads(
     if max_values is not None and decoded.count(",") > max_values:
         raise UntrustedInputError(f"{what} has more than {max_values} values (commas)")
     try:
-        value = json.loads(decoded)
+        value = _decode(decoded)
     except RecursionError:
         raise UntrustedInputError(
             f"{what} nests deeper than {max_depth} levels"
