@@ -67,10 +67,14 @@ class Recorder:
         )
         self.client.on_message = self._on_message
         self.client.on_subscribe = lambda *args: self._subscribed.set()
+        # Subscribe on every connection: a connection the broker drops early
+        # (amqtt, on a busy machine) is made again and subscribed again.
+        self.client.on_connect = lambda *args: self.client.subscribe(topic_filter, 1)
         self.client.connect(broker.host, broker.port)
         self.client.loop_start()
-        self.client.subscribe(topic_filter, 1)
-        assert self._subscribed.wait(5)
+        if not self._subscribed.wait(15):
+            self.close()  # no paho thread left behind for later tests
+            pytest.fail(f"the broker did not acknowledge {topic_filter} in 15 s")
 
     def _on_message(self, client: Client, userdata: Any, message: MQTTMessage) -> None:
         # amqtt also sends retained messages of other clients' filters on connect.
