@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 import json
 from typing import Any
+from unittest.mock import patch
 
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
@@ -138,10 +140,6 @@ async def test_the_broker_down_is_an_answer_not_a_500(
     caplog: Any,
 ) -> None:
     """Issue 13: chat while the broker was down answered 500 (mqtt_broker_error)."""
-    from unittest.mock import patch
-
-    from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
-
     announce(hass)
     await hass.async_block_till_done()
     client = await hass_client()

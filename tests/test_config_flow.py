@@ -44,6 +44,8 @@ from custom_components.soul.const import (
 from devtools.broker import free_port
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
 
+from .test_terminals import T, announce
+
 pytestmark = pytest.mark.usefixtures("mqtt_mock")
 # What the options form fills in for the fields left alone.
 MEMORY_FORM = {
@@ -442,8 +444,6 @@ async def test_a_key_refused_during_chat_starts_reauth(
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     fake_llm.api_key = "sk-rotated"  # the key was revoked after setup
-    from .test_terminals import T, announce
-
     announce(hass)
     await hass.async_block_till_done()
     response = await entry.runtime_data.chat.chat(

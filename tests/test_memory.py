@@ -31,6 +31,7 @@ from custom_components.soul.const import (
     CONF_EMBEDDING_MODEL,
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
+    CONF_MEM0_API_KEY,
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_TOPIC_PREFIX,
@@ -203,8 +204,6 @@ async def test_server_memory_outage_archival_and_restart(  # noqa: PLR0917
     mem0_server: tuple[Mem0Rest, EmbeddedMem0],
 ) -> None:
     server, backend = mem0_server
-    from custom_components.soul.const import CONF_MEM0_API_KEY
-
     entry = await setup(
         hass,
         options(

@@ -11,6 +11,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.soul import BOOTED
 from custom_components.soul.const import DOMAIN
+from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
 
 from .test_terminals import T, announce
 
@@ -73,8 +74,6 @@ async def test_profile_actions_are_the_callers(
             context=as_kid,
         )  # fmt: skip
     # Diagnostics count profiles, never show them.
-    from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
-
     diagnostics = await async_get_config_entry_diagnostics(hass, init_integration)
     assert diagnostics["profiles"]["users"] == 1
     assert "Kiddo" not in str(diagnostics)

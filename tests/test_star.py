@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 import json
 from types import MappingProxyType
 from typing import Any
@@ -11,11 +12,16 @@ from unittest.mock import patch
 from aiohttp import ClientWebSocketResponse, WSMsgType, WSServerHandshakeError
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import entity_registry as er
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_time_changed,
+)
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.soul.core.chat_phrases import phrase
+from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
 
 from .test_terminals import T, announce
 
@@ -354,8 +360,6 @@ async def test_rate_sensors_are_off_by_default(
     hass: HomeAssistant, init_integration: MockConfigEntry
 ) -> None:
     """They write a state every 10 s: not in the recorder unless the user asks."""
-    from homeassistant.helpers import entity_registry as er
-
     registry = er.async_get(hass)
     for key in ("star_messages", "star_errors", "star_latency", "star_agents"):
         entity_id = registry.async_get_entity_id(
@@ -374,12 +378,6 @@ async def test_sensors_and_diagnostics(
     init_integration: MockConfigEntry,
     freezer: Any,
 ) -> None:
-    from datetime import timedelta
-
-    from pytest_homeassistant_custom_component.common import async_fire_time_changed
-
-    from custom_components.soul.diagnostics import async_get_config_entry_diagnostics
-
     world = await clients.connect("/env/world1")
     alice = await clients.connect("/env/world1/agent/alice")
     await hass.async_block_till_done()
@@ -436,10 +434,6 @@ async def test_heartbeat_tick_runs_in_the_loop(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The 30 s heartbeat reaches clients and the soul agents without errors."""
-    from datetime import timedelta
-
-    from pytest_homeassistant_custom_component.common import async_fire_time_changed
-
     announce(hass)  # a soul, hence a soul agent that receives heartbeats too
     await hass.async_block_till_done()
     world = await clients.connect("/env/world1")
