@@ -101,7 +101,8 @@ def print_summary(sections: list[Section]) -> None:
 def clear_caches() -> None:
     """Empty the product's compile caches, so one class does not warm the next."""
     clear_compile_cache()
-    safe_regex.compile_untrusted.cache_clear()
+    safe_regex.check_untrusted.cache_clear()  # the checked (and compiled) patterns
+    safe_regex.first_chars.cache_clear()
     protocol._compile_schema.cache_clear()  # noqa: SLF001
     gc.collect()
 

@@ -160,7 +160,7 @@ async def regexes(meter: Meter) -> list[Section]:
     )
 
     def clear() -> None:  # ours, and the regex module's own cache of patterns
-        safe_regex.compile_untrusted.cache_clear()
+        safe_regex.check_untrusted.cache_clear()
         regex.purge()
 
     for pattern in COMPILE_BOMBS:
