@@ -76,18 +76,36 @@ class SoulEvent(NamedTuple):
     trace_id: str | None = None
 
 
+def update_payload(
+    snapshot: EmotionSnapshot,
+    terminal_id: str,
+    *,
+    session_id: str,
+    user_emotion: Mapping[str, Any],
+    ts: str,
+) -> dict[str, Any]:
+    """Return the ``emotion_update`` (§3.8) of ``snapshot`` to ``terminal_id``."""
+    return emotion_update_payload(
+        session_id=session_id,
+        terminal_id=terminal_id,
+        soul_id=snapshot.soul_id,
+        user_emotion=user_emotion,
+        soul_emotion=snapshot.soul_emotion(),
+        exec_probability=snapshot.exec_probability,
+        exec_mode=snapshot.exec_mode.value,
+        ts=ts,
+    )
+
+
 def tick_payload(
     snapshot: EmotionSnapshot, terminal_id: str, ts: str
 ) -> dict[str, Any]:
     """Return the ``emotion_update`` a tick sends ``terminal_id`` (§3.8)."""
-    return emotion_update_payload(
+    return update_payload(
+        snapshot,
+        terminal_id,
         session_id=SYSTEM_DECAY_TICK,
-        terminal_id=terminal_id,
-        soul_id=snapshot.soul_id,
         user_emotion=NEUTRAL_USER_EMOTION,
-        soul_emotion=snapshot.soul_emotion(),
-        exec_probability=snapshot.exec_probability,
-        exec_mode=snapshot.exec_mode.value,
         ts=ts,
     )
 

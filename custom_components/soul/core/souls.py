@@ -29,8 +29,14 @@ from .emotion.dynamics import (
 from .emotion.labels import Emotion
 from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
 from .logs import trace_logger
-from .protocol import emotion_update_payload, utc_ts
-from .soul_events import EmotionSnapshot, SoulEvent, TickPayloads, tick_texts
+from .protocol import utc_ts
+from .soul_events import (
+    EmotionSnapshot,
+    SoulEvent,
+    TickPayloads,
+    tick_texts,
+    update_payload,
+)
 from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
 
 _LOGGER = trace_logger(__name__)
@@ -433,24 +439,6 @@ class SoulHub:
             now,
         )
 
-    def _payload(
-        self,
-        snapshot: EmotionSnapshot,
-        terminal_id: str,
-        session_id: str,
-        user_emotion: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        return emotion_update_payload(
-            session_id=session_id,
-            terminal_id=terminal_id,
-            soul_id=snapshot.soul_id,
-            user_emotion=user_emotion,
-            soul_emotion=snapshot.soul_emotion(),
-            exec_probability=snapshot.exec_probability,
-            exec_mode=snapshot.exec_mode.value,
-            ts=utc_ts(snapshot.at),
-        )
-
     async def _send(self, payload: dict[str, Any]) -> bool:
         """Publish ``payload`` to its terminal."""
         return await self._send_text(
@@ -609,7 +597,13 @@ class SoulHub:
         sent: tuple[dict[str, Any], ...] = ()
         # Nothing for a body that is not there (as the ticks, §3.8).
         if terminal_id and self._is_online(terminal_id):
-            payload = self._payload(snapshot, terminal_id, session_id, user_emotion)
+            payload = update_payload(
+                snapshot,
+                terminal_id,
+                session_id=session_id,
+                user_emotion=user_emotion,
+                ts=utc_ts(snapshot.at),
+            )
             sent = (payload,) if await self._send(payload) else ()
         self._notify(
             SoulEvent(
