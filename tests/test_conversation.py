@@ -41,6 +41,34 @@ def intent_actions(mqtt_mock: MqttMockHAClient) -> list[dict[str, Any]]:
     ]
 
 
+async def setup_soul_with_model(
+    hass: HomeAssistant, fake_llm: FakeOpenAI, soul: dict[str, Any]
+) -> MockConfigEntry:
+    """Set up a hub whose model is ``fake_llm``, with one soul (its subentry data)."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_LLM_BASE_URL: fake_llm.base_url,
+            CONF_MEMORY_BACKEND: "none",
+            CONF_LLM_MODEL: DEFAULT_MODEL,
+        },
+        subentries_data=[
+            {
+                "data": soul,
+                "subentry_type": "soul",
+                "title": soul["name"],
+                "unique_id": None,
+            }
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    return entry
+
+
 async def test_assist_runs_the_intent_path(
     hass: HomeAssistant, init_integration: MockConfigEntry, mqtt_mock: MqttMockHAClient
 ) -> None:
@@ -83,31 +111,15 @@ async def test_assist_with_the_model_and_home_assistant_tools(
     hass: HomeAssistant, fake_llm: FakeOpenAI, mqtt_mock: MqttMockHAClient
 ) -> None:
     assert await async_setup_component(hass, "intent", {})
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        data={},
-        options={
-            CONF_TOPIC_PREFIX: "soul",
-            CONF_LLM_BASE_URL: fake_llm.base_url,
-            CONF_MEMORY_BACKEND: "none",
-            CONF_LLM_MODEL: DEFAULT_MODEL,
+    entry = await setup_soul_with_model(
+        hass,
+        fake_llm,
+        {
+            "name": "Aria",
+            "mbti_type": "ENFP",
+            "llm_hass_api": ["assist"],
         },
-        subentries_data=[
-            {
-                "data": {
-                    "name": "Aria",
-                    "mbti_type": "ENFP",
-                    "llm_hass_api": ["assist"],
-                },
-                "subentry_type": "soul",
-                "title": "Aria",
-                "unique_id": None,
-            }
-        ],
     )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
     soul_id = next(iter(entry.subentries))
     entry.runtime_data.souls.bind(T, soul_id)
     announce(hass)
@@ -159,31 +171,15 @@ async def test_a_soul_without_a_body_talks(
     """The model and Home Assistant's tools answer; the body's skills join later."""
     assert await async_setup_component(hass, "intent", {})
     hass.states.async_set("light.desk", "off", {"friendly_name": "Desk lamp"})
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        data={},
-        options={
-            CONF_TOPIC_PREFIX: "soul",
-            CONF_LLM_BASE_URL: fake_llm.base_url,
-            CONF_MEMORY_BACKEND: "none",
-            CONF_LLM_MODEL: DEFAULT_MODEL,
+    entry = await setup_soul_with_model(
+        hass,
+        fake_llm,
+        {
+            "name": "Lonely",
+            "mbti_type": "INFP",
+            "llm_hass_api": ["assist"],
         },
-        subentries_data=[
-            {
-                "data": {
-                    "name": "Lonely",
-                    "mbti_type": "INFP",
-                    "llm_hass_api": ["assist"],
-                },
-                "subentry_type": "soul",
-                "title": "Lonely",
-                "unique_id": None,
-            }
-        ],
     )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
     agent = "conversation.lonely"
     fake_llm.reply("Hello! I have no body yet, but I can talk.")
     result = await conversation.async_converse(
@@ -256,27 +252,9 @@ async def test_an_llm_api_gone_fails_only_the_model_turn(
     hass: HomeAssistant, fake_llm: FakeOpenAI, mqtt_mock: MqttMockHAClient
 ) -> None:
     """An LLM API that no longer exists: the model turn says so, intents still run."""
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        data={},
-        options={
-            CONF_TOPIC_PREFIX: "soul",
-            CONF_LLM_BASE_URL: fake_llm.base_url,
-            CONF_MEMORY_BACKEND: "none",
-            CONF_LLM_MODEL: DEFAULT_MODEL,
-        },
-        subentries_data=[
-            {
-                "data": {"name": "Aria", "mbti_type": "ENFP", "llm_hass_api": ["gone"]},
-                "subentry_type": "soul",
-                "title": "Aria",
-                "unique_id": None,
-            }
-        ],
+    entry = await setup_soul_with_model(
+        hass, fake_llm, {"name": "Aria", "mbti_type": "ENFP", "llm_hass_api": ["gone"]}
     )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
     entry.runtime_data.souls.bind(T, next(iter(entry.subentries)))
     announce(hass)
     await hass.async_block_till_done()
