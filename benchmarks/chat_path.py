@@ -56,6 +56,7 @@ from benchmarks.ha_harness import (
     until,
 )
 from benchmarks.loop_meter import LoopMeter
+from benchmarks.timing import verdict
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 
@@ -367,9 +368,6 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     results = asyncio.run(measure(args))
-
-    def verdict(ok: bool) -> str:
-        return "PASS" if ok else "FAIL"
 
     many = str(args.bodies)
     print(

@@ -42,6 +42,7 @@ import time
 from typing import Any
 
 from benchmarks.hostile_meter import Ticker
+from benchmarks.timing import verdict
 from custom_components.soul.core.emotion import dynamics as dyn
 from custom_components.soul.core.emotion.labels import PROTOTYPE, Emotion
 from custom_components.soul.core.emotion.persona import MBTI_TYPES
@@ -292,9 +293,6 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="exit 1 on a FAIL")
     args = parser.parse_args()
     souls = make_souls(args.souls)
-
-    def verdict(ok: bool) -> str:
-        return "PASS" if ok else "FAIL"
 
     hub_ms, plain_ms, hub_cpu, plain_cpu, same = asyncio.run(
         core_tick(souls, args.ticks)

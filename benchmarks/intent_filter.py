@@ -46,7 +46,7 @@ from benchmarks.hassil_desk_robot import (
     build_intents,
     recognize_desk_robot,
 )
-from benchmarks.timing import percentiles, time_calls
+from benchmarks.timing import percentiles, time_calls, verdict
 from custom_components.soul.core.intent_filter import (
     clear_compile_cache,
     compile_catalog,
@@ -258,11 +258,6 @@ def time_interleaved(
             ours.append(middle - start)
             theirs.append(end - middle)
     return ours, theirs
-
-
-def verdict(ok: bool) -> str:
-    """PASS or FAIL."""
-    return "PASS" if ok else "FAIL"
 
 
 def main() -> None:

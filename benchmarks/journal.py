@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks.timing import verdict
 from custom_components.soul.core.cognition import journal, journal_codec, journal_sql
 from custom_components.soul.core.cognition.events import (
     Event,
@@ -197,9 +198,6 @@ def main() -> None:
     rate_ok = rate >= args.min_rate
     ratio_ok = ratio >= args.min_ratio
     held_ok = held[1] <= args.budget_us
-
-    def verdict(ok: bool) -> str:
-        return "PASS" if ok else "FAIL"
 
     print(
         f"journal: SQLite {sqlite3.sqlite_version}, WAL, synchronous=FULL,"

@@ -48,6 +48,7 @@ from benchmarks.ha_harness import (
     until,
 )
 from benchmarks.loop_meter import LoopMeter
+from benchmarks.timing import verdict
 from custom_components.soul.core.emotion.persona import MBTI_TYPES
 from devtools.broker import MqttBroker
 
@@ -199,9 +200,6 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     result = asyncio.run(measure(args))
-
-    def verdict(ok: bool) -> str:
-        return "PASS" if ok else "FAIL"
 
     meter, setup_s, wall = result["setup"]
     floor, floor_wall = result["floor"]

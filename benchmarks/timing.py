@@ -34,3 +34,8 @@ def percentiles(samples: list[int]) -> tuple[float, float]:
     """Return p50 and p99 of ``samples`` (ns) in microseconds."""
     cuts = statistics.quantiles(samples, n=100, method="inclusive")
     return cuts[49] / 1000, cuts[98] / 1000
+
+
+def verdict(ok: bool) -> str:
+    """Return PASS or FAIL, as every benchmark prints a goal."""
+    return "PASS" if ok else "FAIL"
