@@ -293,8 +293,7 @@ class SoulDeviceEntity(Entity):
 
     @callback
     def _async_soul_event(self, event: SoulEvent) -> None:
-        if event.soul_id != self.soul_id:
-            return
+        # Subscribed with soul_id: only this soul's events come here.
         if (shown := self._state_key()) != self._shown:
             self._shown = shown
             self.async_write_ha_state()

@@ -36,8 +36,8 @@ class UserEmotionEvent(TerminalEntity, EventEntity):
 
     @callback
     def _async_turn(self, event: SoulEvent) -> None:
-        emotion = event.user_emotion
-        if event.terminal_id != self.terminal_id or emotion is None:
+        # Subscribed with terminal_id: only this body's user turns come here.
+        if (emotion := event.user_emotion) is None:
             return
         label = str(emotion.get("emotion"))
         if label not in LABELS:
