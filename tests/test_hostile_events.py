@@ -497,7 +497,7 @@ async def test_the_stream_shows_what_a_read_would(
     assert only["soul_id"] == setup["shared"]
     # A payload JSON cannot hold arrives as the journal stores it, not as an error.
     assert only["payload"] == {
-        "inner_voice": None, "text": "bad\ufffd", "set": "{1}", "n": "nan"
+        "inner_voice": None, "text": "bad\ufffd", "set": "{1}", "n": None
     }  # fmt: skip
     everything = [(await admin.receive_json())["event"]["event"] for _ in range(6)]
     assert [e["soul_id"] for e in everything] == [
@@ -611,6 +611,6 @@ def test_the_core_journal_takes_any_cursor(tmp_path: Path) -> None:
 def test_stored_form_is_what_a_read_gives_back() -> None:
     hostile = event("s", payload={"a\ud800": "b\udfff", 1: {2}, "x": float("inf")})
     stored = stored_form(hostile)
-    assert stored["payload"] == {"a\ufffd": "b\ufffd", "1": "{2}", "x": "inf"}
+    assert stored["payload"] == {"a\ufffd": "b\ufffd", "1": "{2}", "x": None}
     assert stored["soul_id"] == "s"
     assert "id" not in stored

@@ -25,6 +25,8 @@ HACS_KEYS = {
 OPENAI_PINS = ("2.15.0", "3.0.0", "3.54.0")
 # Home Assistant's own mcp and mcp_server integrations pin these (2026.2, 2026.10+).
 MCP_PINS = ("1.26.0", "1.28.1")
+# Home Assistant's own JSON library, which the journal uses (2026.2, 2026.10).
+ORJSON_PINS = ("3.11.5", "3.11.9")
 
 
 def flatten(data: dict, prefix: str = "") -> set[str]:
@@ -37,16 +39,20 @@ def flatten(data: dict, prefix: str = "") -> set[str]:
 
 
 def test_requirements_install_on_every_supported_home_assistant() -> None:
-    """Requirements exclude mem0ai and accept the openai and mcp pins of old and new Home Assistant."""
+    """Requirements exclude mem0ai and accept the openai, mcp and orjson pins of old and new Home Assistant."""
     requirements = {
         Requirement(r).name: Requirement(r) for r in MANIFEST["requirements"]
     }
     assert "mem0ai" not in requirements
-    assert set(requirements) == {"openai", "jsonschema", "mcp", "regex", "zhconv-rs"}
+    assert set(requirements) == {
+        "openai", "jsonschema", "mcp", "orjson", "regex", "zhconv-rs"
+    }  # fmt: skip
     for pin in OPENAI_PINS:
         assert requirements["openai"].specifier.contains(pin), pin
     for pin in MCP_PINS:
         assert requirements["mcp"].specifier.contains(pin), pin
+    for pin in ORJSON_PINS:
+        assert requirements["orjson"].specifier.contains(pin), pin
 
 
 def test_requirements_test_follows_manifest() -> None:
