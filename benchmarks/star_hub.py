@@ -7,9 +7,12 @@ round trip is two routed messages. The server runs in its own process on
 
 - ``devtools.star_server`` — the ``StarHub`` with envelope validation, the
   sender check, per-client rate limit, bounded send queues and a writer task;
+  the frames it routes to one client in one turn of the event loop go out in
+  one write (``transport._Outbox``);
 - a bare aiohttp WebSocket relay, as the baseline of the same run: it reads
-  ``recipient`` with ``json.loads`` and writes the frame to that socket, with
-  no validation, no rate limit and no queue.
+  ``recipient`` with ``json.loads`` and writes the frame to that socket with
+  aiohttp's ``send_str`` (one write a frame), with no validation, no rate
+  limit and no queue.
 
 Figures: routed messages per second, p50/p99 of the round-trip latency, and
 the server's CPU time per routed message (from ``/proc``; it does not depend

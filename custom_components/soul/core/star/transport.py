@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 import contextlib
 import json
+import struct
 import time
 from typing import Any
-import weakref
 
 from aiohttp import WSMessage, WSMsgType, web
 
@@ -39,6 +39,7 @@ from .hub import (
     decode_frame,
     valid_id,
 )
+from .turns import flushes, turns
 
 _LOGGER = trace_logger(__name__)
 
@@ -49,7 +50,13 @@ CLOSE_TIMEOUT = 5.0  # then a client that stopped reading is aborted
 # Seconds a reader may handle frames already read without letting the loop run
 # (then one more frame at most: a frame on the loop is at most 64 KiB).
 YIELD_AFTER = 0.002
+# Frames up to this many bytes of UTF-8 are framed by ``_Outbox`` and written
+# at the end of the loop turn (several to one client: one write); larger ones
+# by aiohttp's writer, at once.
+FAST_FRAME_BYTES = 16 * 1024
+FLUSH_BYTES = 64 * 1024  # kept frames are written at once when they reach this
 AUTH_INVALID = "invalid or missing access token"
+WRITE_FAILED = "Star hub failed to write to %s"
 # The spec's endpoints ("连接规范"), by client type; the spec leaves the human's
 # commented out, but its clients use it.
 PATHS = {
@@ -145,102 +152,31 @@ async def pump(
 ) -> None:
     """Pump frames between the socket and the hub until either side ends.
 
-    The connection gets a bounded send queue drained by a writer task; ``send``
-    reports a full queue to the hub, which then cuts the slow client off. The
-    hub's closes go out after the frames already queued; a client that does
-    not take the close frame within ``close_timeout`` is aborted. A frame is
-    written at once when nothing is being written to that client (no task
-    wake-up per frame). The reader takes the frames it has already read back
-    to back, as a plain relay does, but lets the loop run after
-    ``YIELD_AFTER`` of them, and between the envelopes of a batch frame; frames over
-    ``untrusted.LOOP_JSON_BYTES`` are decoded in a thread. An identity the
-    hub refuses gets a ``PERMISSION_DENIED`` error and 1008; a full hub,
-    ``CONNECTION_FAILED`` and 1013 (try again later).
+    The connection's frames go out through an ``_Outbox``: the frames routed
+    to a client in one turn of the event loop are framed here and written
+    with one ``transport.write`` at the end of the turn (large frames, and
+    every frame of a connection that compresses, through aiohttp's writer,
+    in order). While a write waits for the client to read, frames queue, at
+    most ``queue_size``; ``send`` reports a full queue to the hub, which then
+    cuts the slow client off. The hub's closes go out after the frames
+    already queued; a client that does not take the close frame within
+    ``close_timeout`` is aborted. The reader takes the frames it has already
+    read back to back, as a plain relay does, but lets the loop run after
+    ``YIELD_AFTER`` of them, and between the envelopes of a batch frame;
+    frames over ``untrusted.LOOP_JSON_BYTES`` are decoded in a thread. An
+    identity the hub refuses gets a ``PERMISSION_DENIED`` error and 1008; a
+    full hub, ``CONNECTION_FAILED`` and 1013 (try again later).
     """
-    # Text to send, or (code, reason): close after what is already queued.
-    # A frame is written at once when nothing is being written: ``put`` runs
-    # ``ws.send_str`` by hand, and it finishes without suspending when the
-    # socket takes the frame (no task, no wake-up). Otherwise a task (the
-    # writer) finishes that write, and frames wait here, in order, for it to
-    # take them next. At most ``queue_size`` frames wait.
-    pending: deque[str | tuple[int, str]] = deque()
     loop = asyncio.get_running_loop()
-    closing: list[asyncio.Task[None]] = []
-    writer: list[asyncio.Task[None]] = []  # the task writing, while suspended
-    stopped = False  # the socket failed or was closed: nothing more is written
-
-    async def closer(code: int, reason: str) -> None:
-        try:
-            async with asyncio.timeout(close_timeout):
-                await ws.close(code=code, message=reason.encode()[:120])
-        except TimeoutError:
-            if request.transport is not None:
-                request.transport.abort()
-
-    async def write(item: str | tuple[int, str] | _Resumed) -> None:
-        nonlocal stopped
-        try:
-            while True:
-                if isinstance(item, tuple):
-                    stopped = True
-                    await closer(*item)
-                    return
-                await (ws.send_str(item) if isinstance(item, str) else item)
-                if not pending:
-                    return
-                item = pending.popleft()
-        except (ConnectionError, RuntimeError):
-            stopped = True
-        except Exception:  # the sender's frame is not at fault: never raise to it
-            _LOGGER.exception("Star hub failed to write to %s", identity)
-            stopped = True
-        finally:
-            writer.clear()
-
-    def put(item: str | tuple[int, str]) -> bool:
-        """Write ``item`` now, or queue it; False when the queue is full."""
-        nonlocal stopped
-        if writer or pending or stopped:
-            if len(pending) >= queue_size:
-                return False
-            pending.append(item)
-            return True
-        if isinstance(item, tuple):  # a close: in a task (it waits for the client)
-            task = asyncio.Task(write(item), loop=loop, eager_start=True)
-            if not task.done():
-                writer.append(task)
-            return True
-        sending = ws.send_str(item)
-        try:
-            waiting = sending.send(None)
-        except StopIteration:
-            return True  # written: the usual case
-        except (ConnectionError, RuntimeError):
-            stopped = True
-            return True
-        except Exception:  # the sender's frame is not at fault: never raise to it
-            _LOGGER.exception("Star hub failed to write to %s", identity)
-            stopped = True
-            return True
-        # The write waits (for the socket to drain): a task finishes it.
-        task = asyncio.Task(
-            write(_Resumed(sending, waiting)), loop=loop, eager_start=True
-        )
-        if not task.done():
-            writer.append(task)
-        return True
-
-    def close(code: int, reason: str) -> None:
-        if not put((code, reason)) and not closing:
-            # a slow consumer: close at once
-            closing.append(loop.create_task(closer(code, reason)))
-
-    turns = _turns(loop)
+    outbox = _Outbox(ws, request, identity, queue_size, close_timeout)
+    loop_turns = turns(loop)
     seen = -1  # the loop turn of the reader's stretch of frames
     stretch = 0.0  # when that stretch began
 
     try:
-        connection = hub.connect(identity, put, close, principal=principal)
+        connection = hub.connect(
+            identity, outbox.put, outbox.close, principal=principal
+        )
     except IdentityError as err:
         await refuse(ws, identity, str(err))
         return
@@ -272,8 +208,8 @@ async def pump(
                     break
                 # Frames already read are taken back to back, as a plain relay
                 # does, for at most YIELD_AFTER; then the loop runs.
-                if turns.count != seen:  # the loop ran: a new stretch
-                    seen = turns.arm()
+                if loop_turns.count != seen:  # the loop ran: a new stretch
+                    seen = loop_turns.arm()
                     stretch = time.monotonic()
                 elif time.monotonic() - stretch >= YIELD_AFTER:
                     await asyncio.sleep(0)
@@ -287,23 +223,242 @@ async def pump(
     finally:
         closed_by_hub = connection.closed
         hub.disconnect(connection)
-        if writer:
-            writing = writer[0]
-            if not closed_by_hub:
-                writing.cancel()
-            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                async with asyncio.timeout(close_timeout + 1):  # a queued close
-                    await writing
-            writing.cancel()
-        stopped = True
-        if closing:
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await closing[0]
+        await outbox.finish(cancel=not closed_by_hub)
         if not ws.closed:
             await ws.close()
 
 
 _PINGS = (WSMsgType.PING, WSMsgType.PONG)
+_TEXT_FIN = 0x81  # a whole text frame (RFC 6455 5.2): FIN and opcode 1
+_HEADER_SHORT = struct.Struct("!BB").pack  # payload length < 126
+_HEADER_MEDIUM = struct.Struct("!BBH").pack  # payload length < 65536
+
+
+class _Outbox:
+    """One client's frames on their way out, in order.
+
+    The usual frame (at most ``FAST_FRAME_BYTES`` of UTF-8, a connection
+    without compression) is framed here, byte for byte as aiohttp's writer
+    frames it (a server's frames are not masked), and kept until the end of
+    the loop turn (``_Flushes``): then every frame the turn routed to this
+    client goes out with one ``transport.write`` (one ``send`` instead of one
+    a frame; an environment gets many a turn), or sooner once
+    ``FLUSH_BYTES`` wait. Other frames go through aiohttp's writer (a
+    ``ws.send_str`` run by hand; ``_Resumed`` when it has to wait), after
+    what is kept. When the socket does not take a write (the transport
+    paused writing, or aiohttp's write suspends), a task (``writer``) waits
+    for it to drain and frames queue in ``pending``, at most ``queue_size``
+    (``put`` then returns False: the hub cuts the client off). A close
+    (``(code, reason)``) goes out after every frame before it.
+    """
+
+    __slots__ = ("_close_timeout", "_flushes", "_identity", "_protocol",
+                 "_queue_size", "_request", "_size", "_transport", "_ws",
+                 "chunks", "closing", "pending", "stopped", "writer")  # fmt: skip
+
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        request: web.Request,
+        identity: Identity,
+        queue_size: int,
+        close_timeout: float,
+    ) -> None:
+        self._ws = ws
+        self._request = request
+        self._identity = identity
+        self._queue_size = queue_size
+        self._close_timeout = close_timeout
+        self._flushes = flushes(asyncio.get_running_loop())
+        # Text to send, or (code, reason): close after what is before it.
+        self.pending: deque[str | tuple[int, str]] = deque()
+        self.chunks: list[bytes] = []  # framed, for the end of this turn
+        self._size = 0  # their bytes
+        self.writer: asyncio.Task[None] | None = None  # while a write waits
+        self.closing: asyncio.Task[None] | None = None  # a slow client's close
+        self.stopped = False  # the socket failed or was closed: nothing more
+        protocol: Any = request.protocol
+        transport = request.transport
+        # Frames are framed here unless the connection compresses them (or
+        # this aiohttp lacks what waiting for a drain needs).
+        fast = (
+            not ws.compress
+            and transport is not None
+            and hasattr(protocol, "_drain_helper")
+            and type(getattr(protocol, "writing_paused", None)) is bool
+        )
+        self._transport = transport if fast else None
+        self._protocol = protocol
+
+    def put(self, item: str | tuple[int, str]) -> bool:
+        """Write ``item`` by the end of this turn, or queue it; False when full."""
+        if self.writer is not None or self.pending or self.stopped:
+            return self._queue(item)
+        if type(item) is str:
+            try:
+                frame = self._framed(item)
+            except Exception:  # the sender's frame is not at fault: never raise
+                _LOGGER.exception(WRITE_FAILED, self._identity)
+                self.stopped = True
+                return True
+            if frame is not None:  # the usual case
+                chunks = self.chunks
+                if not chunks:
+                    self._flushes.add(self)
+                chunks.append(frame)
+                self._size += len(frame)
+                if self._size >= FLUSH_BYTES:
+                    self.flush()
+                return True
+        if self._flushed_and_busy():  # what is kept goes first
+            return self._queue(item)
+        if isinstance(item, tuple):  # a close: in a task (it waits for the client)
+            self._start(item)
+            return True
+        sending = self._ws.send_str(item)  # by hand: no task when it finishes
+        try:
+            waiting = sending.send(None)
+        except StopIteration:
+            return True  # written
+        except (ConnectionError, RuntimeError):
+            self.stopped = True
+            return True
+        except Exception:  # the sender's frame is not at fault: never raise
+            _LOGGER.exception(WRITE_FAILED, self._identity)
+            self.stopped = True
+            return True
+        self._start(_Resumed(sending, waiting))  # it waits for the socket to drain
+        return True
+
+    def close(self, code: int, reason: str) -> None:
+        """Close after the frames before it; at once when the queue is full."""
+        if not self.put((code, reason)) and self.closing is None:
+            self.closing = asyncio.get_running_loop().create_task(
+                self._closer(code, reason)
+            )
+
+    def flush(self) -> None:
+        """Write the frames kept for the end of the turn (``_Flushes`` calls it)."""
+        if not self.chunks:
+            return
+        if self.stopped:
+            self.chunks.clear()
+            self._size = 0
+            return
+        try:
+            self._write_chunks()
+        except (ConnectionError, RuntimeError):
+            self.stopped = True
+            return
+        except Exception:  # the sender's frame is not at fault: never raise
+            _LOGGER.exception(WRITE_FAILED, self._identity)
+            self.stopped = True
+            return
+        if self._protocol.writing_paused and self.writer is None:
+            self._start(self._protocol._drain_helper())  # noqa: SLF001
+
+    async def finish(self, *, cancel: bool) -> None:
+        """Write what this turn kept, end the writer (``cancel``: at once), stop."""
+        self.flush()
+        if (writing := self.writer) is not None:
+            if cancel:
+                writing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                async with asyncio.timeout(self._close_timeout + 1):  # a close
+                    await writing
+            writing.cancel()
+        self.stopped = True
+        if self.closing is not None:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await self.closing
+
+    def _flushed_and_busy(self) -> bool:
+        """Write what is kept; return whether the next frame must queue."""
+        self.flush()
+        return self.writer is not None or self.stopped
+
+    def _queue(self, item: str | tuple[int, str]) -> bool:
+        if len(self.pending) >= self._queue_size:
+            return False
+        self.pending.append(item)
+        return True
+
+    def _framed(self, text: str) -> bytes | None:
+        """Return ``text`` as a WebSocket frame, or None: aiohttp frames it."""
+        if self._transport is None or len(text) > FAST_FRAME_BYTES:
+            return None
+        data = text.encode()
+        size = len(data)
+        if size < 126:
+            return _HEADER_SHORT(_TEXT_FIN, size) + data
+        if size <= FAST_FRAME_BYTES:
+            return _HEADER_MEDIUM(_TEXT_FIN, 126, size) + data
+        return None
+
+    def _write_chunks(self) -> None:
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self._size = 0
+        transport = self._transport
+        if transport is None or self._ws.closed or transport.is_closing():
+            raise ConnectionResetError("Cannot write to closing transport")
+        transport.write(data)
+
+    def _start(self, first: Awaitable[None] | tuple[int, str]) -> None:
+        task = asyncio.Task(
+            self._write(first), loop=asyncio.get_running_loop(), eager_start=True
+        )
+        if not task.done():
+            self.writer = task
+
+    async def _write(self, first: Awaitable[None] | tuple[int, str]) -> None:
+        """Finish ``first`` (a write, a drain or a close), then what queues behind it."""
+        item: Awaitable[None] | tuple[int, str] | None = first
+        try:
+            while item is not None:
+                if isinstance(item, tuple):
+                    self.stopped = True
+                    await self._closer(*item)
+                    return
+                await item
+                item = self._next()
+        except (ConnectionError, RuntimeError):
+            self.stopped = True
+        except Exception:  # the sender's frame is not at fault: never raise to it
+            _LOGGER.exception(WRITE_FAILED, self._identity)
+            self.stopped = True
+        finally:
+            self.writer = None
+
+    def _next(self) -> Awaitable[None] | tuple[int, str] | None:
+        """Write the queued frames framed here; return what to wait for next."""
+        pending = self.pending
+        while True:
+            while pending and self._size < FLUSH_BYTES:
+                item = pending[0]
+                if type(item) is not str or (frame := self._framed(item)) is None:
+                    break
+                pending.popleft()
+                self.chunks.append(frame)
+                self._size += len(frame)
+            if self.chunks:
+                self._write_chunks()
+                if self._protocol.writing_paused:
+                    return self._protocol._drain_helper()  # type: ignore[no-any-return]  # noqa: SLF001
+                continue
+            if not pending:
+                return None
+            item = pending.popleft()
+            return item if isinstance(item, tuple) else self._ws.send_str(item)
+
+    async def _closer(self, code: int, reason: str) -> None:
+        try:
+            async with asyncio.timeout(self._close_timeout):
+                await self._ws.close(code=code, message=reason.encode()[:120])
+        except TimeoutError:
+            if self._request.transport is not None:
+                self._request.transport.abort()
 
 
 class _Resumed:
@@ -341,42 +496,6 @@ class _Resumed:
                     waiting = coroutine.send(None)
                 except StopIteration:
                     return
-
-
-class _Turns:
-    """Counts the event loop's turns, for readers to tell whether it has run.
-
-    ``arm`` returns the current count and makes sure it goes up on the loop's
-    next turn (one callback a turn, however many readers ask).
-    """
-
-    __slots__ = ("_armed", "_loop", "count")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._armed = False
-        self.count = 0
-
-    def arm(self) -> int:
-        if not self._armed:
-            self._armed = True
-            self._loop.call_soon(self._turned)
-        return self.count
-
-    def _turned(self) -> None:
-        self._armed = False
-        self.count += 1
-
-
-_LOOP_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turns] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _turns(loop: asyncio.AbstractEventLoop) -> _Turns:
-    if (turns := _LOOP_TURNS.get(loop)) is None:
-        turns = _LOOP_TURNS[loop] = _Turns(loop)
-    return turns
 
 
 async def _pong(ws: web.WebSocketResponse, message: WSMessage) -> None:
