@@ -184,6 +184,86 @@ def first_chars(pattern: str) -> frozenset[str] | None:
     return _firsts_of(pattern, tree, read_apart=False)
 
 
+def _set_chars(items: Any) -> frozenset[str] | None:
+    """Return the characters a set (``[…]``) of literals and ranges matches, or None."""
+    chars: set[str] = set()
+    for kind, value in items:
+        if kind is sre_constants.LITERAL:
+            chars.add(chr(value))
+        elif kind is sre_constants.RANGE and value[1] - value[0] < 256:
+            chars.update(map(chr, range(value[0], value[1] + 1)))
+        else:  # a negated set, a category (\d, \w: not the same in regex)
+            return None
+    return frozenset(chars)
+
+
+def _needed(items: Any, depth: int = 0) -> list[frozenset[str]]:
+    """Return character sets of which every match of ``items`` holds one character.
+
+    Each set is enough on its own: a text holding none of its characters
+    cannot match. Read from what a match must contain (literals, sets, groups,
+    alternation, repeats of at least one); anything else adds nothing.
+    """
+    if depth > _MAX_DEFERRED_DEPTH:
+        return []
+    found: list[frozenset[str]] = []
+    for op, arg in getattr(items, "data", items):
+        if op is sre_constants.LITERAL:
+            found.append(frozenset((chr(arg),)))
+        elif op is sre_constants.IN:
+            if (chars := _set_chars(arg)) is not None:
+                found.append(chars)
+        elif op is sre_constants.SUBPATTERN:
+            if not arg[1] & sre_constants.SRE_FLAG_IGNORECASE:
+                found.extend(_needed(arg[-1], depth + 1))
+        elif op is _ATOMIC_GROUP:
+            found.extend(_needed(arg, depth + 1))
+        elif op in _REPEATS:
+            if arg[0] >= 1:
+                found.extend(_needed(arg[2], depth + 1))
+        elif op is sre_constants.BRANCH:
+            # Every branch holds one of its own sets: their union is needed.
+            # Each branch takes the set that adds the fewest new characters.
+            union: set[str] = set()
+            for branch in arg[1]:
+                options = _needed(branch, depth + 1)
+                if not options:
+                    break
+                if not any(option <= union for option in options):
+                    chosen: frozenset[str] = min(
+                        options, key=lambda o: (len(o - union), len(o))
+                    )
+                    union.update(chosen)
+            else:
+                found.append(frozenset(union))
+        # Anything else (., [^…], anchors, lookarounds, backreferences) needs no
+        # character that is known.
+    return found
+
+
+def needed_chars(pattern: str, tree: Any | None = None) -> frozenset[str] | None:
+    """Return characters of which every match of ``pattern`` holds one, or None.
+
+    None when nothing is known: the pattern may match without any particular
+    character, or ``regex`` and ``re`` read it apart, or it ignores case. A
+    text holding none of them cannot match, so ``search`` need not run it.
+    """
+    if _read_apart(pattern):
+        return None
+    try:
+        if tree is None:
+            tree = sre_parse.parse(pattern)
+        if tree.state.flags & sre_constants.SRE_FLAG_IGNORECASE:
+            return None
+        options = _needed(tree)
+    except (sre_constants.error, RecursionError, OverflowError, TypeError):
+        return None
+    if not options:
+        return None
+    needed = min(options, key=len)
+    return needed if len(needed) <= _MAX_FIRST_CHARS else None
+
+
 # Patterns whose ``regex`` compile may wait for their first use: short, and
 # only syntax that ``regex`` (VERSION0) reads as ``re`` does and always
 # compiles once ``re`` has parsed it (tests/core/test_safe_regex.py checks
@@ -279,7 +359,7 @@ class UntrustedPattern:
     ``first_chars(pattern)``: all read from the one parse the checks made.
     """
 
-    __slots__ = ("_compiled", "firsts", "groupindex", "groups", "pattern")
+    __slots__ = ("_compiled", "firsts", "groupindex", "groups", "needs", "pattern")
 
     def __init__(
         self,
@@ -295,6 +375,8 @@ class UntrustedPattern:
         self.groupindex = groupindex
         self.firsts = firsts
         self._compiled = compiled
+        # ``needed_chars``: read when the pattern compiles (None until then).
+        self.needs: frozenset[str] | None = None
 
     @property
     def is_compiled(self) -> bool:
@@ -304,7 +386,9 @@ class UntrustedPattern:
     def compiled(self) -> regex.Pattern[str]:
         """Return the pattern compiled by ``regex`` (compiling it the first time)."""
         if (compiled := self._compiled) is None:
-            compiled = self._compiled = _compile(self.pattern)
+            compiled = _compile(self.pattern)
+            self.needs = needed_chars(self.pattern)
+            self._compiled = compiled
         return compiled
 
 
@@ -341,9 +425,11 @@ def check_untrusted(pattern: str) -> UntrustedPattern:
             pattern, tree.state.groups - 1, dict(tree.state.groupdict), firsts, None
         )
     compiled = _compile(pattern)
-    return UntrustedPattern(
+    checked = UntrustedPattern(
         pattern, compiled.groups, dict(compiled.groupindex), firsts, compiled
     )
+    checked.needs = needed_chars(pattern, tree)
+    return checked
 
 
 def compile_untrusted(pattern: str) -> regex.Pattern[str]:
@@ -454,6 +540,8 @@ def search(
     if isinstance(pattern, UntrustedPattern):
         if (firsts := pattern.firsts) is not None and firsts.isdisjoint(text):
             return None  # no character a match could begin with: it cannot match
+        if (needs := pattern.needs) is not None and needs.isdisjoint(text):
+            return None  # none of the characters every match holds: no match
         compiled = pattern._compiled  # noqa: SLF001 - the hot path: no call
         if compiled is None:
             compiled = _compile_now(pattern)

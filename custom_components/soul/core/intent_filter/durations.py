@@ -31,6 +31,7 @@ import re
 from .numbers import (
     CN_NUMERAL_CHARS,
     DIGITS,
+    EN_NUMBER_WORDS,
     KO_NATIVE_TENS,
     parse_chinese_number,
     parse_english_number,
@@ -92,6 +93,10 @@ _EN_UNIT = re.compile(
 _EN_AND_HALF = re.compile(r"\s+and\s+a\s+half\b", re.IGNORECASE)
 _EN_AFTER = re.compile(r"\s+(?:later|from\s+now)\b", re.IGNORECASE)
 _EN_WORD = re.compile(r"[A-Za-z0-9.]+(?:-[A-Za-z]+)?")
+# What the words of an English number are made of (``parse_english_number``),
+# with "half" ("half an hour", "two and a half"); a lone Arabic number.
+_NUMBER_PARTS = frozenset({*EN_NUMBER_WORDS, "half"})
+_ARABIC_WORD = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,10 +255,25 @@ def _korean(text: str) -> list[Duration]:
     return found
 
 
+def _may_be_number(word: str) -> bool:
+    """Whether ``word`` may be part of a number ``parse_english_number`` reads."""
+    return _ARABIC_WORD.fullmatch(word) is not None or all(
+        part in _NUMBER_PARTS for part in word.split("-")
+    )
+
+
 def _english_number(words: list[re.Match[str]]) -> tuple[float, int] | None:
     """Return the value and start of the longest suffix of ``words`` that is a number."""
-    for size in range(min(4, len(words)), 0, -1):
-        tail = [w.group().lower() for w in words[-size:]]
+    lowered = [w.group().lower() for w in words[-4:]]
+    # A suffix holding a word that is in no number is none: only the words
+    # at the end that may be in one are tried.
+    run = 0
+    for word in reversed(lowered):
+        if not _may_be_number(word):
+            break
+        run += 1
+    for size in range(min(4, len(words), run), 0, -1):
+        tail = lowered[-size:]
         if tail[-3:] == ["and", "a", "half"] and len(tail) > 3:
             base = parse_english_number(" ".join(tail[:-3]))
             value = None if base is None else base + 0.5
@@ -298,4 +318,8 @@ def find_durations(text: str) -> list[Duration]:
     found = [*_cjk(text), *_english(text)]
     if _KO_UNIT.search(text):
         found.extend(_korean(text))
-    return sorted(found, key=lambda d: d.start)
+    return sorted(found, key=_start) if len(found) > 1 else found
+
+
+def _start(duration: Duration) -> int:
+    return duration.start

@@ -191,6 +191,11 @@ def filter_intents(
         per_segment = (
             options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
         )
+        catalog_intents = catalog.intents
+        keyword_owners = catalog.keyword_owners
+        min_confidence = options["min_confidence"]
+        debug_candidates = options["return_debug_candidates"]
+        rule_intents = catalog.rule_intents
         for position, reading in enumerate(readings):
             if position and time.perf_counter() > deadline + (
                 deferred_compile_seconds() - compiled_before
@@ -203,22 +208,35 @@ def filter_intents(
                     unmatched[later] = ("not_read", [])
                 break
             # Only intents with a keyword hit, or rules beyond keywords, can match.
+            by_owner = reading.by_owner
             for h in reading.hits:
-                for owner, rule in catalog.keyword_owners[h.keyword]:
-                    reading.by_owner.setdefault(owner, []).append((h, rule))
+                for owner, rule in keyword_owners[h.keyword]:
+                    if (pairs := by_owner.get(owner)) is None:
+                        by_owner[owner] = [(h, rule)]
+                    else:
+                        pairs.append((h, rule))
+            # In catalog order (an intent's index is its place in the catalog).
+            if not rule_intents:
+                scored = sorted(by_owner)
+            elif not by_owner:
+                scored = sorted(rule_intents)
+            else:
+                scored = sorted(rule_intents.union(by_owner))
             candidates = [
                 c
-                for intent in catalog.intents
-                if intent.index in reading.by_owner
-                or intent.index in catalog.rule_intents
-                if (c := score_intent(ctx, intent, reading)) is not None
+                for index in scored
+                if (c := score_intent(ctx, catalog_intents[index], reading)) is not None
             ]
-            candidates.sort(key=rank)
+            if len(candidates) > 1:
+                candidates.sort(key=rank)
             chosen = 0
             outcome: str | None = None
             for candidate in candidates:
-                passed = candidate.confidence >= _threshold(candidate, options)
-                if options["return_debug_candidates"]:
+                minimum = candidate.intent.min_confidence  # _threshold, inline
+                passed = candidate.confidence >= float(
+                    min_confidence if minimum is None else minimum
+                )
+                if debug_candidates:
                     debug.append(_debug(candidate, passed))
                 if not passed:
                     continue
@@ -318,7 +336,7 @@ def filter_intents(
                 "segment_count": len(segments),
                 "catalog_size": len(catalog.intents),
                 "time_signals": sum(
-                    len(r.durations) + len(r.time_points) for r in readings
+                    [len(r.durations) + len(r.time_points) for r in readings]
                 ),
                 "timezone": req.timezone,
                 "locale": locale,

@@ -53,49 +53,57 @@ class Hit:
 class Markers:
     """The decision markers of a clause, read only when a decision needs them."""
 
-    __slots__ = ("_text", "_values")
+    __slots__ = ("_chatty", "_negated", "_polite", "_question", "_remark", "_text")
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._values: dict[str, bool] = {}
-
-    def _get(self, name: str, test: Any) -> bool:
-        if (value := self._values.get(name)) is None:
-            value = self._values[name] = bool(test(self._text))
-        return value
+        # None until read; each is read at most once per clause
+        self._negated: bool | None = None
+        self._question: bool | None = None
+        self._chatty: bool | None = None
+        self._remark: bool | None = None
+        self._polite: bool | None = None
 
     @property
     def negated(self) -> bool:
         """Negation markers ("不要", "don't")."""
-        return self._get("negated", is_negated)
+        if (value := self._negated) is None:
+            value = self._negated = is_negated(self._text)
+        return value
 
     @property
     def question(self) -> bool:
         """Question markers."""
-        return self._get("question", is_question)
+        if (value := self._question) is None:
+            value = self._question = is_question(self._text)
+        return value
 
     @property
     def chatty(self) -> bool:
         """Opinion, conversation or exclamation markers."""
-        return self._get(
-            "chatty",
-            lambda t: (
-                OPINION.search(t)
-                or CONVERSATION.search(t)
-                or EXCLAMATION.search(t)
-                or expresses_emotion(t)
-            ),
-        )
+        if (value := self._chatty) is None:
+            text = self._text
+            value = self._chatty = bool(
+                OPINION.search(text)
+                or CONVERSATION.search(text)
+                or EXCLAMATION.search(text)
+                or expresses_emotion(text)
+            )
+        return value
 
     @property
     def remark(self) -> bool:
         """Degree words that make a remark of a clause without an action ("灯太亮了")."""
-        return self._get("remark", DEGREE.search)
+        if (value := self._remark) is None:
+            value = self._remark = DEGREE.search(self._text) is not None
+        return value
 
     @property
     def polite(self) -> bool:
         """Request markers: "帮我", "请", "please"."""
-        return self._get("polite", POLITE_REQUEST.search)
+        if (value := self._polite) is None:
+            value = self._polite = POLITE_REQUEST.search(self._text) is not None
+        return value
 
 
 @dataclass(slots=True)
@@ -113,6 +121,7 @@ class Reading:
     markers: Markers
     types: set[str] = field(default_factory=set)
     borrowed: Reading | None = None  # a neighbouring time-only clause
+    grams: frozenset[str] | None = None  # the folded clause's bigrams, when read
     # intent index → its (hit, rule) pairs: each intent sees only its own hits
     by_owner: dict[int, list[tuple[Hit, str]]] = field(default_factory=dict)
 
@@ -205,13 +214,15 @@ def _merge(durations: list[Duration]) -> list[Duration]:
 
 
 def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
-    hits: dict[tuple[str, int], Hit] = {}
     pattern = catalog.keyword_pattern
     if pattern is None:
         return []
+    hits: dict[tuple[str, int], Hit] = {}
     prefixes = catalog.keyword_prefixes
+    original = clause.original
     for variant in clause.variants:
-        text = variant.text if variant is not clause.original else variant.text.lower()
+        text = variant.text if variant is not original else variant.text.lower()
+        origin = variant.origin
         for match in pattern.finditer(text):
             position = match.start()
             for keyword in prefixes[match.group(1)]:
@@ -224,37 +235,60 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
                     tail = tail_match.group() if tail_match else ""
                     if tail not in _LATIN_SUFFIXES:
                         continue
-                start_o, end_o = variant.span(position, end)
-                hits.setdefault((keyword, start_o), Hit(keyword, start_o, end_o))
-    return sorted(hits.values(), key=lambda h: (h.start, -len(h.keyword)))
+                # Variant.span, inline (a keyword is never empty)
+                if end <= len(origin):
+                    start_o, end_o = origin[position], origin[end - 1] + 1
+                else:  # a lower case longer than the text ("İ")
+                    start_o, end_o = variant.span(position, end)
+                if (key := (keyword, start_o)) not in hits:
+                    hits[key] = Hit(keyword, start_o, end_o)
+    if len(hits) < 2:
+        return list(hits.values())
+    return sorted(hits.values(), key=_hit_order)
+
+
+def _hit_order(hit: Hit) -> tuple[int, int]:
+    return hit.start, -len(hit.keyword)
 
 
 def read_clause(ctx: Context, seg: Segment) -> Reading:
     """Read one clause of the command (spans in command coordinates)."""
     clause = make_clause(ctx.request.command, seg.start, seg.end, ctx.locale)
     folded = clause.folded.text
-    entities = [
-        Entity(e.type, e.value, e.text, e.start + seg.start, e.end + seg.start)
-        for e in find_entities(folded, ctx.locale)
-    ]
+    offset = seg.start
+    found = find_entities(folded, ctx.locale)
+    # A clause at the start of the command keeps the (frozen) entities as found.
+    entities = (
+        list(found)
+        if not offset
+        else [
+            Entity(e.type, e.value, e.text, e.start + offset, e.end + offset)
+            for e in found
+        ]
+    )
     durations: list[Duration] = []
     time_points: list[TimePoint] = []
     if ctx.request.options["enable_time_parser"]:
-        durations = [
-            Duration(d.seconds, d.start + seg.start, d.end + seg.start, d.relative)
-            for d in ctx.durations(folded)
-        ]
-        time_points = [
-            TimePoint(t.at, t.start + seg.start, t.end + seg.start)
-            for t in find_time_points(folded, ctx.request.now)
-        ]
-    timed = [(d.start, d.end) for d in durations] + [
-        (t.start, t.end) for t in time_points
-    ]
+        durations = (
+            list(ctx.durations(folded))
+            if not offset
+            else [
+                Duration(d.seconds, d.start + offset, d.end + offset, d.relative)
+                for d in ctx.durations(folded)
+            ]
+        )
+        points = find_time_points(folded, ctx.request.now)
+        time_points = (
+            points
+            if not offset
+            else [TimePoint(t.at, t.start + offset, t.end + offset) for t in points]
+        )
     numbers = []
     for match in _NUMBER_TOKEN.finditer(folded):
-        start, end = match.start() + seg.start, match.end() + seg.start
-        if any(s <= start < e for s, e in timed):
+        start, end = match.start() + offset, match.end() + offset
+        if any(d.start <= start < d.end for d in durations) or any(
+            t.start <= start < t.end for t in time_points
+        ):
             continue
         if (value := parse_number(match.group())) is not None:
             numbers.append((value, start, end))
@@ -268,7 +302,10 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
     return Reading(
         seg=seg,
         clause=clause,
-        content_length=max(1, len(_CONTENT.findall(folded))),
+        # \w is what str.isalnum() accepts, and "_": most clauses are all content
+        content_length=max(
+            1, len(folded) if folded.isalnum() else len(_CONTENT.findall(folded))
+        ),
         entities=entities,
         durations=durations,
         time_points=time_points,

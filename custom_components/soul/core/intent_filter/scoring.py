@@ -66,6 +66,7 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     hits_any: list[Hit] = []
     synonyms: list[Hit] = []  # other names of a keyword's built-in entity
     found_all: set[str] = set()
+    types = reading.types
     for hit, rule in reading.by_owner.get(intent.index, ()):
         if rule == "negative_keywords":
             return None
@@ -77,7 +78,7 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
             synonyms.append(hit)
     if intent.keywords_all and len(found_all) < len(intent.keywords_all):
         return None
-    if intent.entity_types_all and not set(intent.entity_types_all) <= reading.types:
+    if intent.entity_types_all and not types.issuperset(intent.entity_types_all):
         return None
     evidence: list[dict[str, Any]] = []
     scores: list[float] = []
@@ -105,23 +106,35 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     # the clause it covers; other, non-overlapping hits add a little.
     best_coverage = 0.0
     covered: list[tuple[int, int]] = []
-    ranked = sorted(hits_any, key=lambda h: -len(h.keyword)) + sorted(
-        synonyms, key=lambda h: -len(h.keyword)
-    )
+    ranked = _longest_first(hits_any)
+    if synonyms:
+        ranked += _longest_first(synonyms)
+    first_synonym = len(hits_any)
+    content_length = reading.content_length
     for position, hit in enumerate(ranked):
         if len(covered) >= MAX_HITS_SCORED:
             break  # more hits only add x0.5 each: a repeated word is not more sure
-        if any(s < hit.end and hit.start < e for s, e in covered):
+        start, end = hit.start, hit.end
+        overlaps = False
+        for s, e in covered:
+            if s < end and start < e:
+                overlaps = True
+                break
+        if overlaps:
             continue
-        synonym = position >= len(hits_any)
-        coverage = min(1.0, len(hit.keyword.replace(" ", "")) / reading.content_length)
-        score = (0.6 + 0.35 * coverage) * (SYNONYM_WEIGHT if synonym else 1.0)
+        keyword = hit.keyword
+        coverage = min(1.0, (len(keyword) - keyword.count(" ")) / content_length)
+        score = 0.6 + 0.35 * coverage
+        if position >= first_synonym:
+            score *= SYNONYM_WEIGHT
+            kind = "keyword_synonym"
+        else:
+            kind = "keyword_any"
         if covered:
             score *= 0.5
         best_coverage = max(best_coverage, coverage)
-        covered.append((hit.start, hit.end))
-        kind = "keyword_synonym" if synonym else "keyword_any"
-        evidence.append({"type": kind, "value": hit.keyword, "score": round(score, 3)})
+        covered.append((start, end))
+        evidence.append({"type": kind, "value": keyword, "score": round(score, 3)})
         scores.append(score)
     for pattern in intent.regex_any:
         for variant in variants:
@@ -136,13 +149,14 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
                 scores.append(score)
                 strong = True
                 break
-    present = [t for t in intent.entity_types_any if t in reading.types]
+    present = [t for t in intent.entity_types_any if t in types]
     for position, kind in enumerate(present):
         score = 0.3 if position == 0 else 0.15
         evidence.append({"type": "entity_type", "value": kind, "score": score})
         scores.append(score)
     if intent.examples:
-        clause_grams = bigrams(reading.clause.folded.text)
+        if (clause_grams := reading.grams) is None:  # once per clause
+            clause_grams = reading.grams = bigrams(reading.clause.folded.text)
         best, closest = max(
             (
                 (
@@ -189,6 +203,15 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         strong=strong,
         status="need_clarification" if missing else "ready",
     )
+
+
+def _by_length(hit: Hit) -> int:
+    return -len(hit.keyword)
+
+
+def _longest_first(hits: list[Hit]) -> list[Hit]:
+    """Return ``hits`` longest keyword first (a new list; stable, as ``sorted``)."""
+    return sorted(hits, key=_by_length) if len(hits) > 1 else hits[:]
 
 
 def _mere_mention(

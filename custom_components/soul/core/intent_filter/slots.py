@@ -160,12 +160,13 @@ def fill_slots(
     normalized: dict[str, Any] = {}
     missing: list[str] = []
     from_text = 0
+    variants = reading.clause.variants
     for slot in intent.slots:
         value: Any = None
         raw: str | None = None
         found = False
         if slot.regex is not None:
-            for variant in reading.clause.variants:
+            for variant in variants:
                 match = ctx.regex(intent, slot.regex, variant.text)
                 if match is None:
                     continue
@@ -250,7 +251,7 @@ def _implicit(
                 return True, entity.value, entity.text
         if slot.name in _MODE_SLOTS and "color" in reading.types:
             return True, "set_color", None
-    if slot.regex is not None:
+    if slot.regex is not None and reading.entities:
         # Align what the user said with the catalog's own vocabulary: "nod" has
         # the surface "点头", which the slot's pattern accepts.
         alignments = ctx.catalog.alignments
@@ -273,7 +274,7 @@ def _implicit(
                     _normalize_capture(ctx, slot, captured),
                     entity.text,
                 )
-    if _NUMBER_SLOTS.search(slot.name) and reading.numbers:
+    if reading.numbers and _NUMBER_SLOTS.search(slot.name):
         number, start, end = reading.numbers[0]
         return True, json_number(number), ctx.request.command[start:end]
     return False, None, None

@@ -12,8 +12,8 @@ callers always index the command as sent:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
+from typing import NamedTuple
 
 from ..language import to_simplified
 
@@ -23,6 +23,7 @@ _NOT_INFIX_HOST = set("一二三四五六七八九十两几这那哪每半多某
 _REDUPLICATION = re.compile(r"([\u4e00-\u9fff])(?:[一了])?\1")
 # "点个头", "点三下头", "关上灯", "叫醒我": the verb and its object, without what
 # sits between them.
+_INFIX_MARKS = frozenset("个了下上掉醒")  # what ``_INFIX`` takes out
 _INFIX = re.compile(
     r"([\u4e00-\u9fff])(?:了一下|[一两二三四五六七八九十几]下|一个|了个|个|了|上|掉|醒)"
     r"(?=[\u4e00-\u9fff])"
@@ -36,19 +37,42 @@ def _lower(text: str) -> str:
     return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
 
 
-@dataclass(frozen=True, slots=True)
 class Variant:
-    """A rewritten copy of a clause; ``origin[i]`` is where its ``i``-th character came from."""
+    """A rewritten copy of a clause; ``origin[i]`` is where its ``i``-th character came from.
 
-    text: str
-    origin: tuple[int, ...]
+    ``origin`` is a ``range`` while the copy keeps one character per character
+    of the clause (the clause itself, its folded form), a tuple once a rewrite
+    took characters out. A plain class: a clause makes up to three per command.
+    """
+
+    __slots__ = ("origin", "text")
+
+    def __init__(self, text: str, origin: range | tuple[int, ...]) -> None:
+        """Keep the text and where each of its characters came from."""
+        self.text = text
+        self.origin = origin
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the texts and the origins are (a range equals its tuple)."""
+        if not isinstance(other, Variant):
+            return NotImplemented
+        return self.text == other.text and tuple(self.origin) == tuple(other.origin)
+
+    def __hash__(self) -> int:
+        """Hash by text and origins."""
+        return hash((self.text, tuple(self.origin)))
+
+    def __repr__(self) -> str:
+        """Show the text and its origins."""
+        return f"Variant(text={self.text!r}, origin={tuple(self.origin)!r})"
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """Map ``[start, end)`` of this variant back onto the original command."""
-        if start >= len(self.origin):
-            last = self.origin[-1] + 1 if self.origin else 0
+        origin = self.origin
+        if start >= len(origin):
+            last = origin[-1] + 1 if origin else 0
             return last, last
-        return self.origin[start], self.origin[max(start, end - 1)] + 1
+        return origin[start], origin[max(start, end - 1)] + 1
 
 
 def _rewrite(
@@ -75,7 +99,7 @@ def _rewrite(
 
 def _compact_infix(variant: Variant) -> Variant:
     text = variant.text
-    if not any(marker in text for marker in "个了下上掉醒"):
+    if _INFIX_MARKS.isdisjoint(text):
         return variant
     pieces: list[str] = []
     origins: list[int] = []
@@ -94,8 +118,7 @@ def _compact_infix(variant: Variant) -> Variant:
     return Variant("".join(pieces), tuple(origins))
 
 
-@dataclass(frozen=True, slots=True)
-class Clause:
+class Clause(NamedTuple):
     """The forms of one clause that rules are tried against, most literal first."""
 
     original: Variant
@@ -110,15 +133,20 @@ def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Cl
     Japanese keeps its kanji: "開けて" is "open", not Simplified "开けて".
     """
     text = command[start:end]
-    origin = tuple(range(start, end))
-    original = Variant(text, origin)
+    original = Variant(text, range(start, end))
     lowered = _lower(text)
-    folded = Variant(lowered if locale == "ja-JP" else to_simplified(lowered), origin)
-    if folded.text == text:
+    folded_text = lowered if locale == "ja-JP" else to_simplified(lowered)
+    if folded_text == text:
         folded = original
-    compact = _compact_infix(_rewrite(folded, _REDUPLICATION))
-    variants = [original]
-    for variant in (folded, compact):
-        if all(variant.text != seen.text for seen in variants):
-            variants.append(variant)
-    return Clause(original, folded, compact, tuple(variants))
+        variants: tuple[Variant, ...] = (original,)
+    else:
+        folded = Variant(folded_text, original.origin)
+        variants = (original, folded)
+    # Most clauses hold neither a reduplication nor an infix: no rewrite.
+    compact = folded
+    if _REDUPLICATION.search(folded_text) is not None:
+        compact = _rewrite(folded, _REDUPLICATION)
+    compact = _compact_infix(compact)
+    if compact is not folded and all(compact.text != v.text for v in variants):
+        variants = (*variants, compact)
+    return Clause(original, folded, compact, variants)

@@ -55,6 +55,7 @@ _CJK = re.compile(
     rf"(?P<minute>半|一刻|三刻|(?:{_CN_NUM})分?)?"
 )
 _CJK_HOUR_MARKS = "点點时時"
+_HOUR_MARKS = frozenset(_CJK_HOUR_MARKS)
 # Korean hours are native numerals or digits, minutes Sino-Korean or digits.
 _KO_HOUR = r"[0-9０-９]{1,2}|열\s?한|열\s?두|열|한|두|세|네|다섯|여섯|일곱|여덟|아홉"
 _KO_MINUTE = r"[0-9０-９]{1,2}|[일이삼사오육칠팔구십]{1,3}"
@@ -157,6 +158,10 @@ def _is_hangul(char: str) -> bool:
     return "가" <= char <= "힣"
 
 
+def _start(point: TimePoint) -> int:
+    return point.start
+
+
 def find_time_points(text: str, now: datetime) -> list[TimePoint]:
     """Return the clock times in ``text`` resolved against ``now``, in order."""
     found: list[TimePoint] = []
@@ -167,7 +172,7 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
             found.append(TimePoint(at, start, end))
             taken.append(range(start, end))
 
-    if any(mark in text for mark in _CJK_HOUR_MARKS):
+    if not _HOUR_MARKS.isdisjoint(text):
         for match in _CJK.finditer(text):
             hour = parse_chinese_number(match["hour"])
             minute = _minute(match["minute"])
@@ -212,4 +217,4 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
                 _resolve(now, None, None, int(match["hour"]), int(match["minute"])),
                 *match.span(),
             )
-    return sorted(found, key=lambda t: t.start)
+    return sorted(found, key=_start) if len(found) > 1 else found
