@@ -48,7 +48,7 @@ class Recording(asyncio.Transport):
 
 
 class FakeSocket:
-    """The few parts of ``web.WebSocketResponse`` the outbox uses, over aiohttp's writer."""
+    """The parts of ``web.WebSocketResponse`` the outbox uses, over aiohttp's writer."""
 
     def __init__(self, sink: Recording, protocol: BaseProtocol, compress: int) -> None:
         self.compress = compress
@@ -72,7 +72,13 @@ def _outbox(
     protocol.connection_made(sink)
     ws = FakeSocket(sink, protocol, compress)
     request = SimpleNamespace(protocol=protocol, transport=sink)
-    outbox = transport._Outbox(ws, request, WORLD, queue_size, 1.0)  # type: ignore[arg-type]
+    outbox = transport._Outbox(
+        ws,  # type: ignore[arg-type]
+        request,  # type: ignore[arg-type]
+        WORLD,
+        queue_size,
+        1.0,
+    )
     return outbox, sink, protocol, ws
 
 
@@ -276,7 +282,7 @@ async def test_many_senders_to_one_client_keep_each_senders_order(
 async def test_a_client_that_stops_reading_is_cut_off_and_others_are_served(
     server: StarServer,
 ) -> None:
-    """The world does not read: its queue (16 frames) fills; agent_2 still gets its frames."""
+    """The world does not read: its queue (16 frames) fills; agent_2 gets its frames."""
     world_party = {"id": "world_1", "type": "environment"}
     peer = {"id": "agent_2", "type": "agent"}
     pad = "x" * 8_000  # small enough to be framed by the outbox

@@ -240,7 +240,7 @@ class _Outbox:
     The usual frame (at most ``FAST_FRAME_BYTES`` of UTF-8, a connection
     without compression) is framed here, byte for byte as aiohttp's writer
     frames it (a server's frames are not masked), and kept until the end of
-    the loop turn (``_Flushes``): then every frame the turn routed to this
+    the loop turn (``turns.Flushes``): then every frame the turn routed to this
     client goes out with one ``transport.write`` (one ``send`` instead of one
     a frame; an environment gets many a turn), or sooner once
     ``FLUSH_BYTES`` wait. Other frames go through aiohttp's writer (a
@@ -338,7 +338,7 @@ class _Outbox:
             )
 
     def flush(self) -> None:
-        """Write the frames kept for the end of the turn (``_Flushes`` calls it)."""
+        """Write the frames kept for the turn's end (``turns.Flushes`` calls it)."""
         if not self.chunks:
             return
         if self.stopped:
@@ -355,7 +355,7 @@ class _Outbox:
             self.stopped = True
             return
         if self._protocol.writing_paused and self.writer is None:
-            self._start(self._protocol._drain_helper())  # noqa: SLF001
+            self._start(self._drained())
 
     async def finish(self, *, cancel: bool) -> None:
         """Write what this turn kept, end the writer (``cancel``: at once), stop."""
@@ -405,6 +405,11 @@ class _Outbox:
             raise ConnectionResetError("Cannot write to closing transport")
         transport.write(data)
 
+    def _drained(self) -> Awaitable[None]:
+        """Return what waits until the transport takes writes again."""
+        drained: Awaitable[None] = self._protocol._drain_helper()  # noqa: SLF001
+        return drained
+
     def _start(self, first: Awaitable[None] | tuple[int, str]) -> None:
         task = asyncio.Task(
             self._write(first), loop=asyncio.get_running_loop(), eager_start=True
@@ -413,7 +418,7 @@ class _Outbox:
             self.writer = task
 
     async def _write(self, first: Awaitable[None] | tuple[int, str]) -> None:
-        """Finish ``first`` (a write, a drain or a close), then what queues behind it."""
+        """Finish ``first`` (a write, a drain or a close), then what queued behind."""
         item: Awaitable[None] | tuple[int, str] | None = first
         try:
             while item is not None:
@@ -445,7 +450,7 @@ class _Outbox:
             if self.chunks:
                 self._write_chunks()
                 if self._protocol.writing_paused:
-                    return self._protocol._drain_helper()  # type: ignore[no-any-return]  # noqa: SLF001
+                    return self._drained()
                 continue
             if not pending:
                 return None
