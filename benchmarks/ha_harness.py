@@ -20,13 +20,14 @@ from pathlib import Path
 import tempfile
 import threading
 from typing import Any
-from unittest.mock import patch
+from unittest.mock import AsyncMock, patch
 import uuid
 
 import custom_components  # noqa: F401  # isort: skip  # before the test helpers' own
 from aiohttp import ClientSession, test_utils
 from homeassistant import loader
 from homeassistant.auth.const import GROUP_ID_ADMIN
+from homeassistant.components.http import HomeAssistantHTTP
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
@@ -49,8 +50,10 @@ async def home_assistant(broker: MqttBroker) -> AsyncIterator[HomeAssistant]:
     """Yield a running Home Assistant whose MQTT integration is connected."""
     with (
         tempfile.TemporaryDirectory(prefix="soul-bench-ha-") as name,
-        # Home Assistant's own web server stays off; ``serve_http`` serves the app.
-        patch("homeassistant.components.http.start_http_server_and_save_config"),
+        # Home Assistant's own web server stays off; ``serve_http`` serves the
+        # app. (``HomeAssistantHTTP.start``: the oldest and the newest Home
+        # Assistant both start the server through it.)
+        patch.object(HomeAssistantHTTP, "start", AsyncMock()),
     ):
         (Path(name) / "configuration.yaml").touch()
         async with async_test_home_assistant(config_dir=name) as hass:

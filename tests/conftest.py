@@ -7,6 +7,7 @@ puts its own ``testing_config/custom_components`` package in the way.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator
+import logging
 from pathlib import Path
 from typing import Any
 from unittest.mock import Mock, PropertyMock, patch
@@ -34,6 +35,36 @@ from .mem0_environment import prepare_mem0
 @pytest.fixture(autouse=True)
 def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
     """Let Home Assistant load custom_components/soul in every test."""
+
+
+class _SoulUsageReports(logging.Handler):
+    """Keeps what Home Assistant's frame helper reports about Soul."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.reports: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "integration 'soul'" in (message := record.getMessage()):
+            self.reports.append(message)
+
+
+@pytest.fixture(autouse=True)
+def no_deprecated_home_assistant_calls() -> Generator[None]:
+    """Soul calls nothing Home Assistant reports as deprecated or misused.
+
+    Home Assistant's ``report_usage`` logs "Detected that custom integration
+    'soul' calls …" for an API it is retiring (the newest lane shows those of
+    tomorrow's Home Assistant); any such line fails the test.
+    """
+    handler = _SoulUsageReports()
+    logger = logging.getLogger("homeassistant.helpers.frame")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+    assert not handler.reports, handler.reports
 
 
 @pytest.fixture

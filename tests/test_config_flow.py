@@ -389,6 +389,16 @@ async def test_reconfigure_changes_the_endpoint(
     await hass.async_block_till_done()
     assert entry.data == endpoint(fake_llm)
     assert entry.runtime_data.llm is not None
+    # The same endpoint again: nothing changed, the entry reloads all the same.
+    before = entry.runtime_data
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], endpoint(fake_llm)
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data is not before
     result = await entry.start_reconfigure_flow(hass)
     result = await hass.config_entries.flow.async_configure(result["flow_id"], {})
     assert result["reason"] == "reconfigure_successful"
@@ -459,6 +469,16 @@ async def test_a_key_refused_during_chat_starts_reauth(
     await hass.async_block_till_done()
     flows = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
     assert [f["context"]["source"] for f in flows] == [SOURCE_REAUTH]
+    # The loaded entry takes the new key through its update listener.
+    before = entry.runtime_data
+    result = await hass.config_entries.flow.async_configure(
+        flows[0]["flow_id"], {CONF_LLM_API_KEY: "sk-rotated"}
+    )
+    assert result["reason"] == "reauth_successful"
+    await hass.async_block_till_done()
+    assert entry.data[CONF_LLM_API_KEY] == "sk-rotated"
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data is not before
 
 
 async def test_old_entries_move_the_endpoint_to_data(

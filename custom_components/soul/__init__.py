@@ -184,8 +184,13 @@ async def _async_check_llm(llm: OpenAICompatibleLLM) -> None:
 
 
 async def _async_entry_updated(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
-    """Reload when the options changed; otherwise the souls (subentries) did."""
-    if dict(entry.options) != entry.runtime_data.options:
+    """Reload when the options or the endpoint changed; otherwise the souls did.
+
+    The reconfigure and reauth flows only store the endpoint: this listener
+    reloads (Home Assistant reports a flow that reloads an entry with one).
+    """
+    runtime = entry.runtime_data
+    if dict(entry.options) != runtime.options or dict(entry.data) != runtime.data:
         hass.config_entries.async_schedule_reload(entry.entry_id)
         return
     async_sync_souls(hass, entry)
@@ -223,9 +228,7 @@ def _stale_device_cleanup(
                 i for d, i in device.identifiers if d == DOMAIN and valid_terminal_id(i)
             ]
             if terminal_ids and not any(registry.get(t) for t in terminal_ids):
-                devices.async_update_device(
-                    device.id, remove_config_entry_id=entry.entry_id
-                )
+                devices.async_remove_device(device.id)
 
     return cleanup
 
@@ -245,9 +248,7 @@ def _device_sync(
         elif change is Change.REMOVED and (
             device := find_device(hass, entry.entry_id, terminal.terminal_id)
         ):
-            devices.async_update_device(
-                device.id, remove_config_entry_id=entry.entry_id
-            )
+            devices.async_remove_device(device.id)
 
     return sync
 

@@ -240,4 +240,5 @@ async def async_create_runtime(
         profiles_store=profiles_store,
         mcp=mcp,
         options=dict(entry.options),
+        data=dict(entry.data),
     )

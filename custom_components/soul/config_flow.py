@@ -402,6 +402,25 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
             errors=errors,
         )
 
+    @callback
+    def _async_store_endpoint(
+        self, entry: SoulConfigEntry, data: dict[str, Any]
+    ) -> ConfigFlowResult:
+        """Store the endpoint and finish; a loaded entry's update listener reloads it.
+
+        Home Assistant (2026.10+) reports a flow that reloads an entry that has
+        an update listener. An unchanged endpoint calls no listener, so a loaded
+        entry is reloaded here (a reauth retries the key); an entry that is not
+        loaded (its setup failed) has no listener and is reloaded by the flow.
+        """
+        if not entry.update_listeners:
+            return self.async_update_reload_and_abort(entry, data=data)
+        unchanged = dict(entry.data) == data
+        result = self.async_update_and_abort(entry, data=data)
+        if unchanged:
+            self.hass.config_entries.async_schedule_reload(entry.entry_id)
+        return result
+
     async def async_step_reconfigure(
         self, user_input: dict[str, Any] | None = None
     ) -> ConfigFlowResult:
@@ -411,7 +430,7 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
         if user_input is not None:
             data, errors = await _async_validate_endpoint(self.hass, user_input)
             if not errors:
-                return self.async_update_reload_and_abort(entry, data=data)
+                return self._async_store_endpoint(entry, data)
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
@@ -441,7 +460,7 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
                 },
             )
             if not errors:
-                return self.async_update_reload_and_abort(entry, data=data)
+                return self._async_store_endpoint(entry, data)
         return self.async_show_form(
             step_id="reauth_confirm",
             data_schema=REAUTH_SCHEMA,

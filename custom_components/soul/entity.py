@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers import device_registry as dr, entity_registry as er
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity import Entity
@@ -22,6 +22,7 @@ from .core.soul_events import EmotionSnapshot, SoulEvent
 from .core.souls import Soul
 from .helpers import (
     async_invoke_or_raise,
+    find_device,
     hub_device_info,
     signal_souls_changed,
     soul_device_info,
@@ -206,7 +207,9 @@ async def async_setup_terminal_entities(
             async_add_entities(new)
         gone = known - entities.keys()
         if first:
-            gone |= _registered_skill_entities(hass, platform, terminal.terminal_id)
+            gone |= _registered_skill_entities(
+                hass, entry, platform, terminal.terminal_id
+            )
             gone -= entities.keys()
         if gone:
             entity_registry = er.async_get(hass)
@@ -234,10 +237,10 @@ async def async_setup_terminal_entities(
 
 
 def _registered_skill_entities(
-    hass: HomeAssistant, platform: str, terminal_id: str
+    hass: HomeAssistant, entry: SoulConfigEntry, platform: str, terminal_id: str
 ) -> set[str]:
     """Return the unique ids of the terminal's skill entities of ``platform`` in the registry."""
-    device = dr.async_get(hass).async_get_device(identifiers={(DOMAIN, terminal_id)})
+    device = find_device(hass, entry.entry_id, terminal_id)
     if device is None:
         return set()
     prefix = f"{terminal_id}-skill-"

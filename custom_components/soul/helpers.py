@@ -81,16 +81,23 @@ def find_device(
 ) -> dr.DeviceEntry | None:
     """Return the hub entry's device with identifier ``(DOMAIN, identifier)``.
 
-    A terminal's identifier is its id, a soul's ``soul/<soul_id>``. (Newer Home
-    Assistant deprecates ``async_get_device`` by identifiers alone.)
+    A terminal's identifier is its id, a soul's ``soul/<soul_id>``. Home
+    Assistant 2026.10 finds it by identifier per config entry
+    (``async_get_device_by_identifier``) and reports ``async_get_device`` as
+    deprecated; 2026.2 has only the latter, so there the entry's devices are
+    searched.
     """
+    devices = dr.async_get(hass)
+    key = (DOMAIN, identifier)
+    by_identifier = getattr(devices, "async_get_device_by_identifier", None)
+    if by_identifier is not None:  # Home Assistant ≥ 2026.10
+        found: dr.DeviceEntry | None = by_identifier(key, entry_id)
+        return found
     return next(
         (
             device
-            for device in dr.async_entries_for_config_entry(
-                dr.async_get(hass), entry_id
-            )
-            if (DOMAIN, identifier) in device.identifiers
+            for device in dr.async_entries_for_config_entry(devices, entry_id)
+            if key in device.identifiers
         ),
         None,
     )

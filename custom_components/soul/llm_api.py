@@ -21,7 +21,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
 from .compat import schema_from_json, tool_result
-from .const import LOGGER
+from .const import DOMAIN, LOGGER
 from .core.invoker import InvokeError
 from .core.mcp.hub import McpToolError
 from .core.mcp.tools import McpTool
@@ -81,6 +81,9 @@ def _parameters(skill: Skill) -> Any:
 
 class SkillTool(llm.Tool):
     """One skill of one body."""
+
+    # Home Assistant 2026.10+ asks every tool for the integration providing it.
+    integration = DOMAIN
 
     def __init__(
         self, entry: SoulConfigEntry, terminal_id: str, skill: Skill, name: str
@@ -142,6 +145,8 @@ class SoulBodiesAPI(llm.API):
 
 class SoulMcpTool(llm.Tool):
     """One tool of one of Soul's MCP servers."""
+
+    integration = DOMAIN
 
     def __init__(self, entry: SoulConfigEntry, tool: McpTool) -> None:
         """Describe the tool for the model."""

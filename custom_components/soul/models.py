@@ -53,8 +53,10 @@ class SoulRuntime:
     profiles_store: DebouncedStore
     # The MCP servers and their tools (docs/mcp.md).
     mcp: McpHub
-    # The options the runtime was built from: other changes need no reload.
+    # The options and data the runtime was built from: other changes (the
+    # souls, subentries) need no reload.
     options: dict[str, Any]
+    data: dict[str, Any]
 
     @property
     def topic_prefix(self) -> str:
