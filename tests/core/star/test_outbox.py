@@ -310,3 +310,31 @@ async def test_a_client_that_stops_reading_is_cut_off_and_others_are_served(
         assert world.close_code == CLOSE_TRY_LATER
         for socket in (agent, other, world):
             await socket.close()
+
+
+async def test_a_client_that_negotiated_compression_gets_every_frame_in_order(
+    server: StarServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """permessage-deflate (browsers offer it): aiohttp frames and compresses them."""
+    world_party = {"id": "world_1", "type": "environment"}
+    framed_here: dict[str, bool] = {}
+    init = transport._Outbox.__init__
+
+    def spying(outbox: transport._Outbox, *args: Any) -> None:
+        init(outbox, *args)
+        framed_here[outbox._identity.client_type] = outbox._transport is not None
+
+    monkeypatch.setattr(transport._Outbox, "__init__", spying)
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"{server.base_url}/env/world_1", compress=15) as world,
+        session.ws_connect(f"{server.base_url}/env/world_1/agent/agent_1") as agent,
+    ):
+        assert world.compress == 15
+        assert (await world.receive_json(timeout=3))["type"] == "heartbeat"
+        assert (await agent.receive_json(timeout=3))["type"] == "heartbeat"
+        for sequence in range(30):
+            await agent.send_str(_message("agent_1", world_party, sequence))
+        got = [(await world.receive_json(timeout=5))["payload"] for _ in range(30)]
+    assert got == list(range(30))
+    assert framed_here == {"environment": False, "agent": True}
