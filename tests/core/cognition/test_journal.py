@@ -340,6 +340,48 @@ def test_events_survive_a_restart_and_ids_keep_growing(
     assert after[1:] == before
 
 
+def test_a_large_batch_is_stored_whole_and_in_order(
+    tmp_path: Path, open_journal: Opener
+) -> None:
+    """Rows go in ``INSERT_CHUNK`` at a time and the rest one by one, in order."""
+    count = 2 * journal_sql.INSERT_CHUNK + 7
+    path = tmp_path / "journal.db"
+    journal = open_journal(path)
+    journal.append(event({"n": -1}))
+    assert journal.flush()
+    # One batch, as the writer inserts what it took off the queue.
+    raw = sqlite3.connect(path, isolation_level=None)
+    rows = [
+        journal_codec.encode_row(event({"n": n}, soul_id=f"soul-{n}"), time.time)
+        for n in range(count)
+    ]
+    journal_sql.insert(raw, rows)
+    raw.close()
+    stored = journal.query(EventQuery(limit=MAX_QUERY_LIMIT)).events
+    assert [e["payload"]["n"] for e in reversed(stored)] == [-1, *range(count)]
+    assert [e["soul_id"] for e in stored[:2]] == [
+        f"soul-{count - 1}",
+        f"soul-{count - 2}",
+    ]
+    ids = [e["id"] for e in reversed(stored)]
+    assert ids == list(range(ids[0], ids[0] + count + 1))
+
+
+def test_a_failing_batch_leaves_nothing_behind(tmp_path: Path) -> None:
+    """An error in the last statement rolls back the chunks before it."""
+    path = tmp_path / "journal.db"
+    SqliteJournal.open(path).close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    good = journal_codec.encode_row(event({"n": 1}), time.time)
+    bad = (None, *good[1:])  # trace_id NOT NULL
+    rows = [good] * journal_sql.INSERT_CHUNK + [bad]
+    with pytest.raises(sqlite3.IntegrityError):
+        journal_sql.insert(raw, rows)
+    assert raw.execute("SELECT count(*) FROM events").fetchone() == (0,)
+    assert not raw.in_transaction
+    raw.close()
+
+
 def test_ids_are_not_reused_after_everything_was_purged(
     tmp_path: Path, open_journal: Opener
 ) -> None:
