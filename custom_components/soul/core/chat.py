@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Callable
 import json
 from typing import Any
-import uuid
 
 from . import safe_regex, untrusted
 from .access import SYSTEM, Principal
@@ -55,6 +54,7 @@ from .invoker import Invoker
 from .logs import trace_logger, traced
 from .memory.manager import MemoryManager
 from .protocol import intent_action_payload, utc_ts
+from .random_ids import uuid4_text
 from .reasoning import DEFAULT_MAX_ROUNDS, MAX_REPLY, Reasoner
 from .registry import TerminalRegistry
 from .session import Session
@@ -563,7 +563,7 @@ class ChatPipeline:
         if not reachable(self._invoker, turn):
             return
         payload = intent_action_payload(
-            request_id=f"ia-{uuid.uuid4()}",
+            request_id=f"ia-{uuid4_text()}",
             session_id=request.session_id,
             terminal_id=request.terminal_id,
             soul_id=turn.session.soul_id,

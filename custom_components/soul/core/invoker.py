@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-import uuid
 
 from . import untrusted
 from .body_stats import InvokeStats
@@ -17,6 +16,7 @@ from .protocol import (
     invoke_payload,
     parse_result,
 )
+from .random_ids import uuid4_hex
 from .registry import Terminal, TerminalRegistry
 from .sent import SentSkill, SentSkills
 from .topics import QOS_RETAIN, Kind, Publish, Topics
@@ -79,7 +79,7 @@ class Invoker:
         publish: Publish,
         *,
         timeout: float = DEFAULT_TIMEOUT,
-        new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        new_request_id: Callable[[], str] = uuid4_hex,
         run_blocking: Callable[..., Awaitable[Any]] | None = None,
         sent: SentSkills | None = None,
     ) -> None:

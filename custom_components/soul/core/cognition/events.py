@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 import math
 from typing import Any, Protocol
-import uuid
 
 from .. import untrusted
 from ..logs import trace_logger
+from ..random_ids import uuid4_text
 
 _LOGGER = trace_logger(__name__)
 
@@ -57,7 +57,7 @@ class Source(StrEnum):
 
 def new_trace_id() -> str:
     """Return a new trace id (UUID4, §2.1)."""
-    return str(uuid.uuid4())
+    return uuid4_text()
 
 
 @dataclass(frozen=True, slots=True)
