@@ -39,6 +39,7 @@ _REPEATS = {
     getattr(sre_constants, "POSSESSIVE_REPEAT", sre_constants.MAX_REPEAT),
 }
 _ATOMIC_GROUP = getattr(sre_constants, "ATOMIC_GROUP", None)
+_LITERAL = sre_constants.LITERAL
 _deadline: ContextVar[float | None] = ContextVar("soul_regex_deadline", default=None)
 # First-use compiles of checked patterns one input may make outside its budget:
 # a catalog's first command pays them (a command usually needs a few).
@@ -69,7 +70,9 @@ def _expansion(items: sre_parse.SubPattern | list[tuple[Any, Any]], limit: int) 
     """Return how many atoms ``items`` unroll to (stopping past ``limit``)."""
     total = 0
     for op, arg in getattr(items, "data", items):  # a SubPattern iterates slowly
-        if op in _REPEATS:
+        if op is _LITERAL:  # the most common item, tested first
+            total += 1
+        elif op in _REPEATS:
             low, _high, body = arg
             total += max(1, low) * _expansion(body, limit)
         elif op is sre_constants.SUBPATTERN:
@@ -78,7 +81,7 @@ def _expansion(items: sre_parse.SubPattern | list[tuple[Any, Any]], limit: int) 
             total += sum(_expansion(branch, limit) for branch in arg[1])
         elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
             total += _expansion(arg[1], limit)
-        elif op is getattr(sre_constants, "ATOMIC_GROUP", None):
+        elif op is _ATOMIC_GROUP:
             total += _expansion(arg, limit)
         elif op is sre_constants.GROUPREF_EXISTS:
             total += sum(_expansion(part, limit) for part in arg[1:] if part)
@@ -146,7 +149,9 @@ def _firsts(items: Any, out: set[str]) -> bool:
 
 def _read_apart(pattern: str) -> bool:
     """Whether ``pattern`` holds what regex and re read apart: POSIX classes, braces."""
-    return "[:" in pattern or "{" in _REPEAT_BRACES.sub("", pattern)
+    return "[:" in pattern or (
+        "{" in pattern and "{" in _REPEAT_BRACES.sub("", pattern)
+    )
 
 
 def _firsts_of(
@@ -291,6 +296,7 @@ _SET_ITEMS = frozenset(
 )
 # Character pairs that are set operations in ``regex`` (VERSION1), or a nested set.
 _SET_OPERATORS = ("&&", "--", "||", "~~", "[[")
+_SET_OPERATOR = re.compile("|".join(map(re.escape, _SET_OPERATORS)))
 
 
 def _plain_tree(items: Any, depth: int) -> bool:
@@ -328,7 +334,7 @@ def _deferrable(pattern: str, tree: Any, read_apart: bool) -> bool:
     if (
         len(pattern) > MAX_DEFERRED_LENGTH
         or read_apart
-        or any(operator in pattern for operator in _SET_OPERATORS)
+        or _SET_OPERATOR.search(pattern) is not None
         or tree.state.flags != sre_constants.SRE_FLAG_UNICODE
         or any(
             not name.isascii() or not name.isidentifier()

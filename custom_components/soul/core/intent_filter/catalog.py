@@ -9,15 +9,13 @@ once per connection while commands arrive constantly.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-import hashlib
 import marshal
 import math
 import re
 import threading
 from typing import Any, TypeGuard
-import weakref
 
 from zhconv_rs import zhconv
 
@@ -26,6 +24,7 @@ from ..safe_regex import UnsafeRegexError, UntrustedPattern, check_untrusted
 from ..trie_regex import BUCKETS, compile_trie, trie
 from ..untrusted import is_text
 from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
+from .shared import Shared, content_key
 
 MAX_INTENTS = 256
 MAX_LIST_ITEMS = 512
@@ -201,7 +200,7 @@ def bigrams(text: str, folder: Callable[[str], str] = fold) -> frozenset[str]:
     compact = "".join(folder(text).split())
     if len(compact) < 2:
         return frozenset({compact}) if compact else frozenset()
-    return frozenset(compact[i : i + 2] for i in range(len(compact) - 1))
+    return frozenset([compact[i : i + 2] for i in range(len(compact) - 1)])
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
@@ -223,6 +222,8 @@ def _say(where: Where) -> str:
 
 
 def _number(value: Any, where: Where, low: float, high: float) -> float:
+    if type(value) is int and low <= value <= high:
+        return float(value)  # the common case, sooner
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -248,6 +249,11 @@ def _strings(
         return []
     if len(value) > limit:
         raise IntentFilterError(f"{_say(where)} has more than {limit} items")
+    # Every item at once (one search of them all, joined by a space, which
+    # ``is_text`` accepts); on any doubt, item by item for the first error.
+    out = [item.strip() for item in value if type(item) is str and len(item) <= length]
+    if len(out) == len(value) and all(out) and is_text(" ".join(value), 1 << 62):
+        return out
     out = []
     for item in value:
         if not isinstance(item, str) or not (stripped := item.strip()):
@@ -301,66 +307,19 @@ def _is_moment(
     return False
 
 
-class _Shared[V]:
-    """Compiled parts by content, shared by every catalog that holds them.
-
-    Bodies of one kind publish the same intents, slots and keywords: each is
-    checked and compiled once, and one copy serves every catalog (a catalog
-    costs its own memory only for what is its own). Only what passed every
-    check is kept, so an error is always found again, with its own wording.
-    Bounded: the oldest entries go first; or ``weak``: an entry lasts while
-    a catalog holds it.
-    """
-
-    def __init__(self, size: int, *, weak: bool = False) -> None:
-        self._size = size
-        self._items: MutableMapping[Any, V] = (
-            weakref.WeakValueDictionary() if weak else {}
-        )
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> V | None:
-        return self._items.get(key)
-
-    def keep(self, key: Any, value: V) -> V:
-        with self._lock:
-            kept = self._items.setdefault(key, value)
-            while len(self._items) > self._size:
-                del self._items[next(iter(self._items))]
-        return kept
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-def _content(raw: Any, *, digest: bool = True) -> bytes | None:
-    """Return a key for plain JSON content (None for anything else).
-
-    The content's bytes (equal content gives equal bytes, see
-    ``cached_catalog``); with ``digest``, their 32-byte digest, for a large
-    part (a key is kept while its part lives).
-    """
-    try:
-        content = marshal.dumps(raw, 2)
-    except (TypeError, ValueError):
-        return None
-    return hashlib.blake2b(content, digest_size=32).digest() if digest else content
-
-
-_shared_slots: _Shared[Slot] = _Shared(4096, weak=True)
-_shared_intents: _Shared[Intent] = _Shared(4096, weak=True)
+_shared_slots: Shared[Slot] = Shared(4096, weak=True)
+_shared_intents: Shared[Intent] = Shared(4096, weak=True)
 # A catalog's keyword index (by its intents' keywords), its patterns (by its
 # intents' patterns), its sets of intent indexes.
-_shared_indexes: _Shared[KeywordIndex] = _Shared(64)
-_shared_patterns: _Shared[dict[str, UntrustedPattern]] = _Shared(64)
-_shared_sets: _Shared[Any] = _Shared(256)
+_shared_indexes: Shared[KeywordIndex] = Shared(64)
+_shared_patterns: Shared[dict[str, UntrustedPattern]] = Shared(64)
+_shared_sets: Shared[Any] = Shared(256)
 
 
 def _slot(
     raw: Any, intent_id: str, seen: set[str], folder: Callable[[str], str] = fold
 ) -> Slot:
-    key = _content(raw, digest=False)  # a slot is small
+    key = content_key(raw, digest=False)  # a slot is small
     if key is not None and (slot := _shared_slots.get(key)) is not None:
         if slot.name in seen:
             raise IntentFilterError(_where(intent_id, f"duplicate slot {slot.name!r}"))
@@ -446,9 +405,13 @@ def _checked_slot(
 
 
 def _intent(
-    index: int, raw: Any, seen: set[str], folder: Callable[[str], str] = fold
+    index: int,
+    raw: Any,
+    seen: set[str],
+    folder: Callable[[str], str] = fold,
+    grams: dict[str, frozenset[str]] | None = None,
 ) -> Intent:
-    content = _content(raw)
+    content = content_key(raw)
     key = None if content is None else (index, content)
     if key is not None and (intent := _shared_intents.get(key)) is not None:
         if intent.id in seen:
@@ -457,13 +420,18 @@ def _intent(
             )
         seen.add(intent.id)
         return intent
-    intent = _checked_intent(index, raw, seen, folder)
+    intent = _checked_intent(index, raw, seen, folder, {} if grams is None else grams)
     return intent if key is None else _shared_intents.keep(key, intent)
 
 
 def _checked_intent(
-    index: int, raw: Any, seen: set[str], folder: Callable[[str], str]
+    index: int,
+    raw: Any,
+    seen: set[str],
+    folder: Callable[[str], str],
+    grams: dict[str, frozenset[str]],
 ) -> Intent:
+    """Check and fold one intent; ``grams``: examples' bigrams found so far."""
     if not _is_mapping(raw):
         raise IntentFilterError("every intent_catalog entry must be an object")
     intent_id = raw.get("id")
@@ -495,26 +463,30 @@ def _checked_intent(
     unknown = () if _MATCH_KEYS.issuperset(match) else sorted(set(match) - _MATCH_KEYS)
     if unknown:
         raise IntentFilterError(_where(intent_id, f"unknown match rule {unknown[0]!r}"))
-    keywords = {
-        rule: tuple(
-            dict.fromkeys(
-                form
-                for k in _strings(match.get(rule, []), (intent_id, rule))
-                for form in (k.lower(), folder(k))
-            )
-        )
-        for rule in _KEYWORD_RULES
-    }
+    keywords: dict[str, tuple[str, ...]] = {}
+    for rule in _KEYWORD_RULES:
+        if rule not in match:
+            keywords[rule] = ()
+            continue
+        forms: list[str] = []
+        for k in _strings(match[rule], (intent_id, rule)):
+            forms.append(k.lower())
+            forms.append(folder(k))
+        keywords[rule] = tuple(dict.fromkeys(forms))
     patterns = {
         rule: tuple(
-            _pattern(p, (intent_id, rule)).pattern
-            for p in _strings(
-                match.get(rule, []),
-                (intent_id, rule),
-                limit=MAX_PATTERNS,
-                length=4096,
-            )
+            [
+                _pattern(p, (intent_id, rule)).pattern
+                for p in _strings(
+                    match[rule],
+                    (intent_id, rule),
+                    limit=MAX_PATTERNS,
+                    length=4096,
+                )
+            ]
         )
+        if rule in match
+        else ()
         for rule in _REGEX_RULES
     }
     examples = _strings(
@@ -555,8 +527,15 @@ def _checked_intent(
         entity_types_all=_entity_types(
             match.get("entity_types_all", []), (intent_id, "entity_types_all")
         ),
-        examples=tuple(bigrams(e, folder) for e in examples),
-        slots=tuple(_slot(s, intent_id, slot_names, folder) for s in slots_raw),
+        examples=tuple(
+            [
+                found
+                if (found := grams.get(e)) is not None
+                else grams.setdefault(e, bigrams(e, folder))
+                for e in examples
+            ]
+        ),
+        slots=tuple([_slot(s, intent_id, slot_names, folder) for s in slots_raw]),
         example_texts=tuple(examples),
     )
 
@@ -568,7 +547,7 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
     at most ``MAX_EXAMPLE_LENGTH`` characters (``fold_all`` leaves out any
     zhconv cannot take, a lone surrogate); anything else is refused later.
     """
-    texts: set[str] = set()
+    texts: list[str] = []
     for raw in entries:
         if not _is_mapping(raw):
             continue
@@ -577,23 +556,29 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
             for rule in _FOLDED_RULES:
                 items = match.get(rule)
                 if isinstance(items, list):
-                    texts.update(
-                        [
-                            item.strip()
-                            for item in items[: MAX_LIST_ITEMS + 1]
-                            if isinstance(item, str) and len(item) <= MAX_EXAMPLE_LENGTH
-                        ]
-                    )
+                    if len(items) > MAX_LIST_ITEMS:
+                        items = items[: MAX_LIST_ITEMS + 1]
+                    texts += [
+                        item.strip()
+                        for item in items
+                        if isinstance(item, str) and len(item) <= MAX_EXAMPLE_LENGTH
+                    ]
         slots = raw.get("slots")
-        for slot in slots[: MAX_SLOTS + 1] if isinstance(slots, list) else ():
+        if not isinstance(slots, list):
+            continue
+        for slot in slots if len(slots) <= MAX_SLOTS else slots[: MAX_SLOTS + 1]:
             value_map = slot.get("value_map") if _is_mapping(slot) else None
-            if _is_mapping(value_map) and len(value_map) <= MAX_LIST_ITEMS:
-                texts.update(
+            if (
+                value_map  # most slots have none
+                and _is_mapping(value_map)
+                and len(value_map) <= MAX_LIST_ITEMS
+            ):
+                texts += [
                     key
                     for key in value_map
                     if isinstance(key, str) and len(key) <= MAX_EXAMPLE_LENGTH
-                )
-    return texts
+                ]
+    return set(texts)
 
 
 def _prefixes(keywords: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -623,7 +608,10 @@ def compile_catalog(entries: Any) -> Catalog:
         raise IntentFilterError(f"intent_catalog has more than {MAX_INTENTS} intents")
     seen: set[str] = set()
     folder = fold_all(_catalog_texts(entries))
-    intents = tuple(_intent(i, raw, seen, folder) for i, raw in enumerate(entries))
+    grams: dict[str, frozenset[str]] = {}  # an example repeated is read once
+    intents = tuple(
+        [_intent(i, raw, seen, folder, grams) for i, raw in enumerate(entries)]
+    )
     keywords = tuple(
         (intent.keywords_any, intent.keywords_all, intent.negative_keywords)
         for intent in intents
