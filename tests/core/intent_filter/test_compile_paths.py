@@ -20,9 +20,10 @@ from custom_components.soul.core.intent_filter import (
     IntentFilterError,
     catalog as catalog_module,
     compile_catalog,
+    entries as entries_module,
     shared as shared_module,
 )
-from custom_components.soul.core.intent_filter.catalog import (
+from custom_components.soul.core.intent_filter.entries import (
     MAX_EXAMPLE_LENGTH,
     MAX_LIST_ITEMS,
     MAX_SLOTS,
@@ -71,7 +72,7 @@ def test_strings_checked_at_once_as_one_by_one() -> None:
             value = [item for item in value if item in ("灯", " 开灯 ", "lamp", "臺燈")]
         length = rng.choice([64, 200])
         assert _outcome(
-            lambda v=value, n=length: catalog_module._strings(v, "k", length=n)
+            lambda v=value, n=length: entries_module._strings(v, "k", length=n)
         ) == _outcome(lambda v=value, n=length: _strings_item_by_item(v, "k", n))
 
 

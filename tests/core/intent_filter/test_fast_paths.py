@@ -26,7 +26,8 @@ from custom_components.soul.core.intent_filter import (
     filter_intents,
     lexicon,
 )
-from custom_components.soul.core.intent_filter.catalog import CACHE_SIZE, fold, fold_all
+from custom_components.soul.core.intent_filter.catalog import CACHE_SIZE
+from custom_components.soul.core.intent_filter.entries import fold, fold_all
 from custom_components.soul.core.intent_filter.reading import Context
 from custom_components.soul.core.safe_regex import (
     RegexBudgetError,

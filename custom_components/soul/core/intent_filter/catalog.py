@@ -9,130 +9,39 @@ once per connection while commands arrive constantly.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 import marshal
-import math
 import re
 import threading
-from typing import Any, TypeGuard
+from typing import Any
 
-from zhconv_rs import zhconv
-
-from ..language import to_simplified
-from ..safe_regex import UnsafeRegexError, UntrustedPattern, check_untrusted
+from ..safe_regex import UntrustedPattern, check_untrusted
 from ..trie_regex import BUCKETS, compile_trie, trie
-from ..untrusted import is_text
-from .lexicon import ENTITY_TYPES, lexicon, surfaces_of
-from .shared import Shared, content_key
+from .entries import (
+    KEYWORD_RULES,
+    MAX_EXAMPLE_LENGTH,
+    MAX_LIST_ITEMS,
+    MAX_SLOTS,
+    Intent,
+    IntentFilterError,
+    clear_shared_entries,
+    entry_intent,
+    fold_all,
+    is_mapping,
+)
+from .lexicon import lexicon, surfaces_of
+from .shared import Shared
 
 MAX_INTENTS = 256
-MAX_LIST_ITEMS = 512
-MAX_KEYWORD_LENGTH = 64
-MAX_PATTERNS = 32
 # Distinct keyword forms of a whole catalog (folded forms and synonyms count).
 MAX_KEYWORDS = 4096
 # Distinct patterns of a whole catalog (regex_any, regex_all, slot regexes).
 MAX_CATALOG_PATTERNS = 256
-MAX_SLOTS = 32
-MAX_EXAMPLES = 64
-MAX_EXAMPLE_LENGTH = 200
-MAX_ID_LENGTH = 128
 CACHE_SIZE = 64
 FEW_FIRSTS = 128  # distinct first characters of the keywords: one trie, no buckets
-DEFAULT_PRIORITY = 50
 SYNONYM_TYPES = frozenset({"device", "color", "motion", "room"})
-TIME_KINDS = ("duration", "time_point")
-# Soul's keys, then the DesktopRobot intent filter's (its time signals' fields):
-# ``duration_seconds`` (a duration's length), ``trigger_at`` (the ISO moment),
-# ``raw`` (the text), ``kind`` and ``timezone``.
-TIME_KEYS = (
-    "seconds",
-    "seconds_from_now",
-    "iso",
-    "timestamp",
-    "text",
-    "duration_seconds",
-    "trigger_at",
-    "raw",
-    "kind",
-    "timezone",
-)
-# Keys whose value says when something happens (a moment), not how long.
-MOMENT_KEYS = frozenset({"seconds_from_now", "iso", "timestamp", "trigger_at"})
-# The DesktopRobot intent filter's names of the time entity types.
-ENTITY_TYPE_ALIASES = {"time_duration": "duration", "time_time_point": "time_point"}
-ENTITY_TYPE_NAMES = ENTITY_TYPES | {"time"}
-# A ``*_seconds`` slot named like a length takes a plain duration ("点头3秒").
-LENGTH_NAME = re.compile(r"duration|length|period|hold|keep|for_|_for|run_")
-_KEYWORD_RULES = ("keywords_any", "keywords_all", "negative_keywords")
-_REGEX_RULES = ("regex_any", "regex_all")
-_FOLDED_RULES = (*_KEYWORD_RULES, "examples")
-_MAPPINGS = (dict, Mapping)  # a dict first: the ABC check is slow
-_MATCH_KEYS = {
-    *_KEYWORD_RULES,
-    *_REGEX_RULES,
-    "entity_types_any",
-    "entity_types_all",
-    "examples",
-    "min_confidence",
-}
-
-
-class IntentFilterError(ValueError):
-    """An invalid request or catalog; the message says what to fix."""
-
-
-@dataclass(frozen=True, slots=True, weakref_slot=True)
-class Slot:
-    """One parameter of an intent and where its value comes from."""
-
-    name: str
-    required: bool = False
-    has_default: bool = False
-    default: Any = None
-    regex: str | None = None
-    group: int | str = 1
-    from_entity_types: tuple[str, ...] = ()
-    use_normalized_entity: bool = True
-    from_time_key: str | None = None
-    time_kind: str | None = None
-    value_map: Mapping[str, Any] = field(default_factory=dict)
-    # Whether the slot takes the moment a time expression names ("10分钟后",
-    # "明天8点"), rather than a length or a text.
-    moment: bool = False
-
-
-@dataclass(frozen=True, slots=True, weakref_slot=True)
-class Intent:
-    """One catalog entry, folded and compiled for matching."""
-
-    index: int
-    id: str
-    name: str
-    priority: float
-    hint_score: float
-    min_confidence: float | None
-    keywords_any: tuple[str, ...]
-    keywords_all: tuple[str, ...]
-    negative_keywords: tuple[str, ...]
-    regex_any: tuple[str, ...]
-    regex_all: tuple[str, ...]
-    entity_types_any: tuple[str, ...]
-    entity_types_all: tuple[str, ...]
-    examples: tuple[frozenset[str], ...]
-    slots: tuple[Slot, ...]
-    example_texts: tuple[str, ...] = ()
-
-    @property
-    def moment_slots(self) -> tuple[str, ...]:
-        """The names of the slots that take a moment."""
-        return tuple(slot.name for slot in self.slots if slot.moment)
-
-    @property
-    def has_hard_rules(self) -> bool:
-        """Whether a rule must hold for the intent to match at all."""
-        return bool(self.keywords_all or self.regex_all or self.entity_types_all)
+_FOLDED_RULES = (*KEYWORD_RULES, "examples")
 
 
 @dataclass(slots=True)
@@ -159,385 +68,11 @@ class Catalog:
     moment_intents: tuple[int, ...] = ()
 
 
-def fold(text: str) -> str:
-    """Fold text the way clauses are folded: lower case, Simplified Chinese."""
-    return to_simplified(text.lower())
-
-
-def fold_all(texts: Iterable[str]) -> Callable[[str], str]:
-    """Return ``fold`` for many texts at once: one ``zhconv`` call for all of them.
-
-    A catalog holds a thousand keywords and examples; converting them one by
-    one costs more than the rest of its compile. The conversion (longest
-    dictionary match, left to right) cannot reach across a line break, which no
-    keyword or example holds, so each line of the joined text converts as it
-    would alone; a line whose length changed is folded alone, as ``fold`` does.
-    """
-    lowered = {text: text.lower() for text in texts if "\n" not in text}
-    try:
-        converted = zhconv("\n".join(lowered.values()), "zh-Hans").split("\n")
-    except UnicodeEncodeError:  # a lone surrogate (refused by the checks later)
-        lowered = {
-            text: low
-            for text, low in lowered.items()
-            if is_text(text, MAX_EXAMPLE_LENGTH)
-        }
-        converted = zhconv("\n".join(lowered.values()), "zh-Hans").split("\n")
-    known: dict[str, str] = {}
-    if len(converted) == len(lowered):
-        for (text, low), simple in zip(lowered.items(), converted, strict=True):
-            known[text] = simple if len(simple) == len(low) else to_simplified(low)
-
-    def folder(text: str) -> str:
-        folded = known.get(text)
-        return fold(text) if folded is None else folded
-
-    return folder
-
-
-def bigrams(text: str, folder: Callable[[str], str] = fold) -> frozenset[str]:
-    """Character bigrams of ``text`` without spaces (examples similarity)."""
-    compact = "".join(folder(text).split())
-    if len(compact) < 2:
-        return frozenset({compact}) if compact else frozenset()
-    return frozenset([compact[i : i + 2] for i in range(len(compact) - 1)])
-
-
-def _is_mapping(value: Any) -> TypeGuard[Mapping[Any, Any]]:
-    """``isinstance(value, Mapping)``, without the ABC check for a dict."""
-    return isinstance(value, _MAPPINGS)
-
-
-def _where(intent_id: str | None, key: str) -> str:
-    return f"intent {intent_id!r}: {key}" if intent_id else key
-
-
-# Where a value is, for an error: text, or (intent id, key) written out only
-# when there is an error (a catalog checks thousands of values).
-type Where = str | tuple[str | None, str]
-
-
-def _say(where: Where) -> str:
-    return where if isinstance(where, str) else _where(*where)
-
-
-def _number(value: Any, where: Where, low: float, high: float) -> float:
-    if type(value) is int and low <= value <= high:
-        return float(value)  # the common case, sooner
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not low <= value <= high
-    ):
-        raise IntentFilterError(
-            f"{_say(where)} must be a number from {low:g} to {high:g}"
-        )
-    return float(value)
-
-
-def _strings(
-    value: Any,
-    where: Where,
-    *,
-    limit: int = MAX_LIST_ITEMS,
-    length: int = MAX_KEYWORD_LENGTH,
-) -> list[str]:
-    if not isinstance(value, list):
-        raise IntentFilterError(f"{_say(where)} must be a list of strings")
-    if not value:
-        return []
-    if len(value) > limit:
-        raise IntentFilterError(f"{_say(where)} has more than {limit} items")
-    # Every item at once (one search of them all, joined by a space, which
-    # ``is_text`` accepts); on any doubt, item by item for the first error.
-    out = [item.strip() for item in value if type(item) is str and len(item) <= length]
-    if len(out) == len(value) and all(out) and is_text(" ".join(value), 1 << 62):
-        return out
-    out = []
-    for item in value:
-        if not isinstance(item, str) or not (stripped := item.strip()):
-            raise IntentFilterError(f"{_say(where)} must contain non-empty strings")
-        if len(item) > length:
-            raise IntentFilterError(
-                f"{_say(where)} item longer than {length} characters"
-            )
-        if not is_text(item, length):
-            raise IntentFilterError(
-                f"{_say(where)} item {item[:40]!r} holds a control character or "
-                "a lone surrogate"
-            )
-        out.append(stripped)
-    return out
-
-
-def _pattern(pattern: str, where: Where) -> UntrustedPattern:
-    try:
-        return check_untrusted(pattern)
-    except UnsafeRegexError as err:
-        raise IntentFilterError(f"{_say(where)}: {err}") from None
-
-
-def _entity_types(value: Any, where: Where) -> tuple[str, ...]:
-    if value == [] and isinstance(value, list):
-        return ()
-    types = [ENTITY_TYPE_ALIASES.get(t, t) for t in _strings(value, where, limit=16)]
-    unknown = sorted(set(types) - ENTITY_TYPE_NAMES)
-    if unknown:
-        raise IntentFilterError(
-            f"{_say(where)}: unknown entity type {unknown[0]!r} "
-            f"(known: {', '.join(sorted(ENTITY_TYPE_NAMES))})"
-        )
-    return tuple(dict.fromkeys(types))
-
-
-def _is_moment(
-    name: str, time_key: str | None, time_kind: str | None, types: tuple[str, ...]
-) -> bool:
-    """Whether a slot takes a moment ("10分钟后", "明天8点"), not a length or a text."""
-    if time_key in MOMENT_KEYS:
-        return True
-    if time_key is not None and time_key != "seconds":
-        return False  # duration_seconds is a length; text, raw, kind, timezone
-    if time_kind == "time_point" or "time_point" in types:
-        return True
-    if time_key == "seconds" or time_kind is not None or name.endswith("_seconds"):
-        # read the way slots.py reads a *_seconds slot
-        return LENGTH_NAME.search(name) is None
-    return False
-
-
-_shared_slots: Shared[Slot] = Shared(4096, weak=True)
-_shared_intents: Shared[Intent] = Shared(4096, weak=True)
 # A catalog's keyword index (by its intents' keywords), its patterns (by its
 # intents' patterns), its sets of intent indexes.
 _shared_indexes: Shared[KeywordIndex] = Shared(64)
 _shared_patterns: Shared[dict[str, UntrustedPattern]] = Shared(64)
 _shared_sets: Shared[Any] = Shared(256)
-
-
-def _slot(
-    raw: Any, intent_id: str, seen: set[str], folder: Callable[[str], str] = fold
-) -> Slot:
-    key = content_key(raw, digest=False)  # a slot is small
-    if key is not None and (slot := _shared_slots.get(key)) is not None:
-        if slot.name in seen:
-            raise IntentFilterError(_where(intent_id, f"duplicate slot {slot.name!r}"))
-        seen.add(slot.name)
-        return slot
-    slot = _checked_slot(raw, intent_id, seen, folder)
-    return slot if key is None else _shared_slots.keep(key, slot)
-
-
-def _checked_slot(
-    raw: Any, intent_id: str, seen: set[str], folder: Callable[[str], str]
-) -> Slot:
-    if not _is_mapping(raw):
-        raise IntentFilterError(_where(intent_id, "every slot must be an object"))
-    name = raw.get("name")
-    if not isinstance(name, str) or not name or len(name) > MAX_ID_LENGTH:
-        raise IntentFilterError(_where(intent_id, "every slot needs a string name"))
-    if name in seen:
-        raise IntentFilterError(_where(intent_id, f"duplicate slot {name!r}"))
-    seen.add(name)
-    where = _where(intent_id, f"slot {name!r}")
-    required = raw.get("required", False)
-    if not isinstance(required, bool):
-        raise IntentFilterError(f"{where}: required must be true or false")
-    regex = raw.get("regex")
-    if regex is not None:
-        if not isinstance(regex, str) or not regex:
-            raise IntentFilterError(f"{where}: regex must be a non-empty string")
-        compiled = _pattern(regex, f"{where} regex")
-    group: int | str = 1 if regex is not None and compiled.groups else 0
-    if "regex_group" in raw:
-        group = raw["regex_group"]
-        if isinstance(group, bool) or not isinstance(group, int | str):
-            raise IntentFilterError(f"{where}: regex_group must be a number or a name")
-        if regex is not None:
-            valid = (
-                0 <= group <= compiled.groups
-                if isinstance(group, int)
-                else group in compiled.groupindex
-            )
-            if not valid:
-                raise IntentFilterError(
-                    f"{where}: regex_group {group!r} is not a group of {regex!r}"
-                )
-    from_types = raw.get("from_entity_types")
-    time_kind = raw.get("time_kind")
-    if time_kind is not None and time_kind not in TIME_KINDS:
-        raise IntentFilterError(
-            f"{where}: time_kind must be one of {', '.join(TIME_KINDS)}"
-        )
-    time_key = raw.get("from_time_key")
-    if time_key is not None and time_key not in TIME_KEYS:
-        raise IntentFilterError(
-            f"{where}: from_time_key must be one of {', '.join(TIME_KEYS)}"
-        )
-    value_map = raw.get("value_map", {})
-    if not isinstance(value_map, Mapping) or len(value_map) > MAX_LIST_ITEMS:
-        raise IntentFilterError(
-            f"{where}: value_map must be an object of at most {MAX_LIST_ITEMS} entries"
-        )
-    use_normalized = raw.get("use_normalized_entity", True)
-    if not isinstance(use_normalized, bool):
-        raise IntentFilterError(f"{where}: use_normalized_entity must be true or false")
-    entity_types = (
-        ()
-        if from_types is None
-        else _entity_types(from_types, f"{where} from_entity_types")
-    )
-    return Slot(
-        name=name,
-        required=required,
-        has_default="default" in raw,
-        default=raw.get("default"),
-        regex=regex,
-        group=group,
-        from_entity_types=entity_types,
-        use_normalized_entity=use_normalized,
-        from_time_key=time_key,
-        time_kind=time_kind,
-        value_map={folder(str(k)): v for k, v in value_map.items()},
-        moment=_is_moment(name, time_key, time_kind, entity_types),
-    )
-
-
-def _intent(
-    index: int,
-    raw: Any,
-    seen: set[str],
-    folder: Callable[[str], str] = fold,
-    grams: dict[str, frozenset[str]] | None = None,
-) -> Intent:
-    content = content_key(raw)
-    key = None if content is None else (index, content)
-    if key is not None and (intent := _shared_intents.get(key)) is not None:
-        if intent.id in seen:
-            raise IntentFilterError(
-                f"duplicate intent id {intent.id!r} in intent_catalog"
-            )
-        seen.add(intent.id)
-        return intent
-    intent = _checked_intent(index, raw, seen, folder, {} if grams is None else grams)
-    return intent if key is None else _shared_intents.keep(key, intent)
-
-
-def _checked_intent(
-    index: int,
-    raw: Any,
-    seen: set[str],
-    folder: Callable[[str], str],
-    grams: dict[str, frozenset[str]],
-) -> Intent:
-    """Check and fold one intent; ``grams``: examples' bigrams found so far."""
-    if not _is_mapping(raw):
-        raise IntentFilterError("every intent_catalog entry must be an object")
-    intent_id = raw.get("id")
-    if not isinstance(intent_id, str) or not intent_id.strip():
-        raise IntentFilterError(
-            "every intent_catalog entry needs a non-empty string id"
-        )
-    if not is_text(intent_id, MAX_ID_LENGTH):
-        raise IntentFilterError(
-            f"intent id {intent_id[:40]!r} is not one line of text of at most "
-            f"{MAX_ID_LENGTH} characters"
-        )
-    if len(intent_id) > MAX_ID_LENGTH:
-        raise IntentFilterError(f"intent id longer than {MAX_ID_LENGTH} characters")
-    if intent_id in seen:
-        raise IntentFilterError(f"duplicate intent id {intent_id!r} in intent_catalog")
-    seen.add(intent_id)
-    name = raw.get("name", intent_id)
-    if not is_text(name, MAX_ID_LENGTH):
-        raise IntentFilterError(
-            _where(
-                intent_id,
-                f"name must be one line of at most {MAX_ID_LENGTH} characters",
-            )
-        )
-    match = raw.get("match", {})
-    if not _is_mapping(match):
-        raise IntentFilterError(_where(intent_id, "match must be an object"))
-    unknown = () if _MATCH_KEYS.issuperset(match) else sorted(set(match) - _MATCH_KEYS)
-    if unknown:
-        raise IntentFilterError(_where(intent_id, f"unknown match rule {unknown[0]!r}"))
-    keywords: dict[str, tuple[str, ...]] = {}
-    for rule in _KEYWORD_RULES:
-        if rule not in match:
-            keywords[rule] = ()
-            continue
-        forms: list[str] = []
-        for k in _strings(match[rule], (intent_id, rule)):
-            forms.append(k.lower())
-            forms.append(folder(k))
-        keywords[rule] = tuple(dict.fromkeys(forms))
-    patterns = {
-        rule: tuple(
-            [
-                _pattern(p, (intent_id, rule)).pattern
-                for p in _strings(
-                    match[rule],
-                    (intent_id, rule),
-                    limit=MAX_PATTERNS,
-                    length=4096,
-                )
-            ]
-        )
-        if rule in match
-        else ()
-        for rule in _REGEX_RULES
-    }
-    examples = _strings(
-        match.get("examples", []),
-        (intent_id, "examples"),
-        limit=MAX_EXAMPLES,
-        length=MAX_EXAMPLE_LENGTH,
-    )
-    min_confidence = match.get("min_confidence")
-    slots_raw = raw.get("slots", [])
-    if not isinstance(slots_raw, list) or len(slots_raw) > MAX_SLOTS:
-        raise IntentFilterError(
-            _where(intent_id, f"slots must be a list of at most {MAX_SLOTS} objects")
-        )
-    slot_names: set[str] = set()
-    return Intent(
-        index=index,
-        id=intent_id,
-        name=name,
-        priority=_number(
-            raw.get("priority", DEFAULT_PRIORITY),
-            (intent_id, "priority"),
-            -1e6,
-            1e6,
-        ),
-        hint_score=_number(raw.get("hint_score", 0), (intent_id, "hint_score"), 0, 1),
-        min_confidence=None
-        if min_confidence is None
-        else _number(min_confidence, (intent_id, "min_confidence"), 0, 1),
-        keywords_any=keywords["keywords_any"],
-        keywords_all=keywords["keywords_all"],
-        negative_keywords=keywords["negative_keywords"],
-        regex_any=patterns["regex_any"],
-        regex_all=patterns["regex_all"],
-        entity_types_any=_entity_types(
-            match.get("entity_types_any", []), (intent_id, "entity_types_any")
-        ),
-        entity_types_all=_entity_types(
-            match.get("entity_types_all", []), (intent_id, "entity_types_all")
-        ),
-        examples=tuple(
-            [
-                found
-                if (found := grams.get(e)) is not None
-                else grams.setdefault(e, bigrams(e, folder))
-                for e in examples
-            ]
-        ),
-        slots=tuple([_slot(s, intent_id, slot_names, folder) for s in slots_raw]),
-        example_texts=tuple(examples),
-    )
 
 
 def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
@@ -549,10 +84,10 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
     """
     texts: list[str] = []
     for raw in entries:
-        if not _is_mapping(raw):
+        if not is_mapping(raw):
             continue
         match = raw.get("match")
-        if _is_mapping(match):
+        if is_mapping(match):
             for rule in _FOLDED_RULES:
                 items = match.get(rule)
                 if isinstance(items, list):
@@ -567,10 +102,10 @@ def _catalog_texts(entries: list[Any] | tuple[Any, ...]) -> set[str]:
         if not isinstance(slots, list):
             continue
         for slot in slots if len(slots) <= MAX_SLOTS else slots[: MAX_SLOTS + 1]:
-            value_map = slot.get("value_map") if _is_mapping(slot) else None
+            value_map = slot.get("value_map") if is_mapping(slot) else None
             if (
                 value_map  # most slots have none
-                and _is_mapping(value_map)
+                and is_mapping(value_map)
                 and len(value_map) <= MAX_LIST_ITEMS
             ):
                 texts += [
@@ -610,7 +145,7 @@ def compile_catalog(entries: Any) -> Catalog:
     folder = fold_all(_catalog_texts(entries))
     grams: dict[str, frozenset[str]] = {}  # an example repeated is read once
     intents = tuple(
-        [_intent(i, raw, seen, folder, grams) for i, raw in enumerate(entries)]
+        [entry_intent(i, raw, seen, folder, grams) for i, raw in enumerate(entries)]
     )
     keywords = tuple(
         (intent.keywords_any, intent.keywords_all, intent.negative_keywords)
@@ -677,7 +212,7 @@ def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
     owners: dict[str, list[tuple[int, str]]] = {}
     vocabulary = lexicon("zh-CN").table
     for intent in intents:
-        for rule in _KEYWORD_RULES:
+        for rule in KEYWORD_RULES:
             if keywords := getattr(intent, rule):
                 pair = _pair(intent.index, rule)
                 for keyword in keywords:
@@ -765,5 +300,6 @@ def clear_compile_cache() -> None:
     """
     with _cache_lock:
         _cache.clear()
-    for shared in (_shared_slots, _shared_intents, _shared_patterns, _shared_sets):
+    clear_shared_entries()
+    for shared in (_shared_patterns, _shared_sets):
         shared.clear()

@@ -18,7 +18,8 @@ from typing import Any
 
 from ..language import detect_locale
 from ..safe_regex import budget, deferred_compile_seconds
-from .catalog import Catalog, cached_catalog, fold
+from .catalog import Catalog, cached_catalog
+from .entries import fold
 from .implied import claim_by_time, timed_request
 from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
 from .reading import Context, Reading, expresses_emotion, read_clause

@@ -22,7 +22,7 @@ slot evidence, so an intent's ``min_confidence`` still decides.
 
 from __future__ import annotations
 
-from .catalog import Intent
+from .entries import Intent
 from .lexicon import asks_for_user
 from .reading import Context, Reading
 from .scoring import Candidate, add_slot_evidence, noisy_or

@@ -14,8 +14,9 @@ from typing import Any
 
 from ..emotion.recognizer import analyze_emotion
 from ..safe_regex import RegexBudgetError, RegexTimeoutError, UnsafeRegexError, search
-from .catalog import Catalog, Intent
+from .catalog import Catalog
 from .durations import Duration, find_durations
+from .entries import Intent
 from .lexicon import (
     CONVERSATION,
     DEGREE,

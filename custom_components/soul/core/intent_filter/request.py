@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .. import untrusted
 from ..language import normalize_locale
-from .catalog import IntentFilterError
+from .entries import IntentFilterError
 
 MAX_COMMAND_LENGTH = 2000
 DEFAULT_TIMEZONE = "UTC"

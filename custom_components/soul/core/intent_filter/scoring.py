@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import Intent, bigrams
+from .entries import Intent, bigrams
 from .reading import Context, Hit, Reading
 from .slots import fill_slots
 

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 import re
 from typing import Any
 
-from .catalog import LENGTH_NAME, Intent, Slot, fold
 from .durations import Duration
+from .entries import LENGTH_NAME, Intent, Slot, fold
 from .lexicon import Entity, find_entities, surfaces_of
 from .numbers import parse_number
 from .reading import Context, Reading
