@@ -84,8 +84,9 @@ def find_device(
     A terminal's identifier is its id, a soul's ``soul/<soul_id>``. Home
     Assistant 2026.10 finds it by identifier per config entry
     (``async_get_device_by_identifier``) and reports ``async_get_device`` as
-    deprecated; 2026.2 has only the latter, so there the entry's devices are
-    searched.
+    deprecated; 2026.2 has only the latter (identifiers are unique there),
+    so there it is asked and the device checked to be the entry's. Both are
+    index lookups: a chat turn asks for its body's device.
     """
     devices = dr.async_get(hass)
     key = (DOMAIN, identifier)
@@ -93,14 +94,8 @@ def find_device(
     if by_identifier is not None:  # Home Assistant ≥ 2026.10
         found: dr.DeviceEntry | None = by_identifier(key, entry_id)
         return found
-    return next(
-        (
-            device
-            for device in dr.async_entries_for_config_entry(devices, entry_id)
-            if key in device.identifiers
-        ),
-        None,
-    )
+    device = devices.async_get_device(identifiers={key})
+    return device if device is not None and entry_id in device.config_entries else None
 
 
 def find_terminal_id(hass: HomeAssistant, device_id: str) -> str | None:
