@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 import datetime as dt
 import json
@@ -745,6 +745,35 @@ def test_a_huge_payload_is_truncated(open_journal: Opener) -> None:
     assert payload["preview"].startswith('{"text":"字字')
     assert len(payload["preview"].encode()) <= journal_codec.PREVIEW_BYTES
     assert big["meta"]["psyche_state"]["truncated"] is True
+
+
+class ExplodingMapping(Mapping[str, Any]):
+    """A mapping that fails when read."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("no")
+
+    def __iter__(self) -> Any:
+        raise RuntimeError("no")
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_an_unstorable_event_is_lost_alone(
+    open_journal: Opener, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The batch's other events are stored; the one that cannot be is counted."""
+    journal = open_journal()
+    journal.append(event({"n": 1}))
+    journal.append(event(ExplodingMapping()))  # type: ignore[arg-type]
+    journal.append(event({"n": 2}))
+    assert journal.flush()
+    stored = [e["payload"] for e in reversed(journal.query(EventQuery()).events)]
+    assert stored == [{"n": 1}, {"n": 2}]
+    assert journal.stats()["dropped"] == 1
+    assert journal.stats()["failed"] is False
+    assert "could not be stored" in caplog.text
 
 
 # -- lifecycle and concurrency -------------------------------------------------
