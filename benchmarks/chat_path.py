@@ -16,10 +16,7 @@ The baseline, sampled in turns with them in the same run: the bare broker
 round trip — a paho client publishes a payload as large as the
 ``intent_action`` (QoS 1) and another paho client receives it. For scale,
 Home Assistant's own ``mqtt.async_publish`` of that payload to the same
-receiver, and the HTTP floor: a bare view (``FloorView``, same HTTP stack and
-token check) that publishes the same ``intent_action`` to the body — what any
-integration pays to do this job over HTTP; Soul's turn is also printed against
-it (no goals). Everything is measured with 1 body online, then with
+receiver (no goal). Everything is measured with 1 body online, then with
 100 (99 more bodies announce themselves with retained messages, heartbeat
 every 10 s and are bound to a soul, so the 3 s emotion tick publishes to all).
 
@@ -44,9 +41,8 @@ import threading
 import time
 from typing import Any
 
-from aiohttp import ClientSession, web
+from aiohttp import ClientSession
 from homeassistant.components import conversation, mqtt
-from homeassistant.components.http import KEY_HASS, HomeAssistantView
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from paho.mqtt.client import CallbackAPIVersion, Client, MQTTMessage
@@ -61,7 +57,6 @@ from benchmarks.ha_harness import (
 )
 from benchmarks.loop_meter import LoopMeter
 from benchmarks.timing import verdict
-from custom_components.soul.core.topics import Kind
 from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 
@@ -71,28 +66,6 @@ COMMAND = "把灯调成绿色"
 QUIET_HINT = "Quiet"  # a soul of the hub entry: the tick publishes to its bodies
 
 type Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Future[float]]
-
-
-class FloorView(HomeAssistantView):
-    """The least an HTTP API can do for the same job: the HTTP floor.
-
-    ``POST /api/soul_bench/floor`` with ``{"topic", "payload"}`` publishes the
-    payload (QoS 1, as Soul publishes ``intent_action``) through Home
-    Assistant's MQTT and answers ``{}``: the same HTTP stack and token check
-    as ``/api/soul/v1/chat``, none of Soul's work.
-    """
-
-    url = "/api/soul_bench/floor"
-    name = "api:soul_bench:floor"
-    requires_auth = True
-
-    async def post(self, request: web.Request) -> web.Response:
-        """Publish and answer."""
-        body = await request.json()
-        await mqtt.async_publish(
-            request.app[KEY_HASS], body["topic"], body["payload"], 1, False
-        )
-        return self.json({})
 
 
 def _resolve(future: asyncio.Future[float], at: float) -> None:
@@ -175,7 +148,6 @@ class Scenario:
         publisher: Client,
         agent: str,
         payload: str,
-        intent_topic: str = "",
     ) -> None:
         """Hold what each sample needs."""
         self.hass = hass
@@ -185,7 +157,6 @@ class Scenario:
         self.publisher = publisher
         self.agent = agent
         self.payload = payload
-        self.intent_topic = intent_topic
         self.turn = 0
 
     async def round_trip(self) -> float:
@@ -231,21 +202,6 @@ class Scenario:
         spent, _ = await arrival(self.body, post)
         return spent
 
-    async def http_floor(self) -> float:
-        """POST to a bare view that publishes the intent_action → the body has it."""
-
-        async def post() -> None:
-            async with self.http.post(
-                "/api/soul_bench/floor",
-                json={"topic": self.intent_topic, "payload": self.payload},
-            ) as response:
-                if response.status != 200:
-                    raise RuntimeError(f"the floor view failed: {response.status}")
-                await response.json()
-
-        spent, _ = await arrival(self.body, post)
-        return spent
-
     async def assist_turn(self) -> float:
         """One Assist turn on the soul's agent → the body receives intent_action."""
 
@@ -270,14 +226,12 @@ class Scenario:
         samples: dict[str, list[float]] = {
             "round_trip": [],
             "ha_publish": [],
-            "http_floor": [],
             "http": [],
             "assist": [],
         }
         steps = (
             ("round_trip", self.round_trip),
             ("ha_publish", self.ha_publish),
-            ("http_floor", self.http_floor),
             ("http", self.http_turn),
             ("assist", self.assist_turn),
         )
@@ -335,7 +289,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             await hass.async_block_till_done()
             soul = runtime.souls.soul_of(BODY)
             assert soul is not None
-            hass.http.register_view(FloorView())
             async with serve_http(hass) as http:
                 scenario = Scenario(
                     hass,
@@ -345,7 +298,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     publisher=publisher,
                     agent=agent_of(hass, soul.soul_id),
                     payload="",
-                    intent_topic=runtime.topics.topic(BODY, Kind.INTENT_ACTION),
                 )
                 await scenario.http_turn()  # the payload the probes carry
                 scenario.payload = json.dumps(body.last_payload, ensure_ascii=False)
@@ -430,7 +382,6 @@ def main() -> None:
         rows = (
             ("baseline: bare broker round trip", "round_trip"),
             ("HA mqtt.async_publish → body", "ha_publish"),
-            ("HTTP floor: bare view publishes", "http_floor"),
             ("POST /api/soul/v1/chat", "http"),
             ("Assist turn (async_converse)", "assist"),
         )
@@ -444,15 +395,9 @@ def main() -> None:
                     f"   p50 {p50 / rtt50:5.1f}x baseline,"
                     f" goal <= {args.max_ratio:g}x: {verdict(good)}"
                 )
-            elif key in ("ha_publish", "http_floor"):
+            elif key == "ha_publish":
                 note = f"   p50 {p50 / rtt50:5.1f}x baseline (no goal)"
             print(f"    {label:<34}: p50 {p50:7.2f} ms   p99 {p99:7.2f} ms{note}")
-        floor50 = cuts(samples["http_floor"])[0]
-        http50 = cuts(samples["http"])[0]
-        print(
-            f"    {'Soul over the HTTP floor':<34}: p50 {http50 - floor50:+7.2f} ms"
-            f"   ({http50 / floor50:.1f}x the floor; no goal)"
-        )
     for label, key in (("POST /api/soul/v1/chat", "http"), ("Assist turn", "assist")):
         one99 = cuts(results["1"][key])[1]
         many99 = cuts(results[many][key])[1]
