@@ -113,13 +113,9 @@ def _firsts(items: Any, out: set[str]) -> bool:
             out.add(chr(arg))
             return False
         if op is sre_constants.IN:
-            for kind, value in arg:
-                if kind is sre_constants.LITERAL:
-                    out.add(chr(value))
-                elif kind is sre_constants.RANGE and value[1] - value[0] < 256:
-                    out.update(map(chr, range(value[0], value[1] + 1)))
-                else:  # a negated set, a category (\d, \w: not the same in regex)
-                    raise _UnknownError
+            if (chars := _set_chars(arg)) is None:
+                raise _UnknownError
+            out.update(chars)
             return False
         if op is sre_constants.SUBPATTERN or op is _ATOMIC_GROUP:
             body = arg[-1] if op is sre_constants.SUBPATTERN else arg
