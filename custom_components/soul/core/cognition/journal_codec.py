@@ -80,15 +80,13 @@ def _finite_timestamp(value: object, clock: Callable[[], float]) -> float:
 def _id_text(value: object) -> str | None:
     """Return an id column's text: a plain string, clean, at most ``MAX_ID_CHARS``."""
     if type(value) is str:
-        if len(value) <= MAX_ID_CHARS and value.isascii():
-            return value
         text = value
     elif value is None:
         return None
     else:
         text = _safe_str(value)
-        if len(text) <= MAX_ID_CHARS and text.isascii():
-            return text
+    if len(text) <= MAX_ID_CHARS and text.isascii():
+        return text
     return _SURROGATE.sub("\ufffd", text[:MAX_ID_CHARS])
 
 
