@@ -6,8 +6,9 @@
    from the first append to the end of the flush. The baseline, in the same
    run, on an identical table (the journal's own schema and pragmas: WAL,
    ``synchronous=FULL``, so a committed event survives a power cut) and with
-   the same encoding of each event (``journal_codec.encode_row``): one INSERT and one
-   COMMIT — one fsync — per event, the naive durable journal. Goal: at least
+   the same encoding of each event (``journal_codec.encode_row``) and the same
+   ``journal_sql.insert``, called with one event: one transaction — one
+   fsync — per event, the naive durable journal. Goal: at least
    20,000 events/s and 20x the baseline. A second baseline, for scale only,
    commits each event with ``synchronous=NORMAL`` (no fsync: a power cut may
    lose the last commits), what group commit cannot beat by much.
@@ -111,7 +112,7 @@ def journal_rate(directory: Path, events: list[Event]) -> float:
 
 
 def baseline_rate(directory: Path, events: list[Event], synchronous: str) -> float:
-    """Return events/s with one INSERT and one COMMIT per event, same table."""
+    """Return events/s with one transaction per event, same table and insert."""
     path = directory / f"baseline-{synchronous}.db"
     SqliteJournal.open(path).close()  # the identical schema and pragmas
     connection = sqlite3.connect(path, isolation_level=None)
@@ -121,9 +122,7 @@ def baseline_rate(directory: Path, events: list[Event], synchronous: str) -> flo
         start = time.perf_counter()
         for event in events:
             row = journal_codec.encode_row(event, time.time)  # the same encoding
-            connection.execute("BEGIN IMMEDIATE")
-            connection.execute(journal_sql.INSERT, row)
-            connection.execute("COMMIT")
+            journal_sql.insert(connection, [row])  # one transaction, one event
         elapsed = time.perf_counter() - start
     finally:
         connection.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 import datetime as dt
 import json
@@ -24,7 +24,6 @@ from custom_components.soul.core.cognition import (
 )
 from custom_components.soul.core.cognition.events import (
     MAX_QUERY_LIMIT,
-    Event,
     EventQuery,
     EventType,
     Source,
@@ -33,8 +32,8 @@ from custom_components.soul.core.cognition.events import (
 )
 from custom_components.soul.core.cognition.journal import JournalError, SqliteJournal
 
-DAY = 86400.0
-START = 1_771_753_200.0
+from .journal_kit import DAY, START, Clock, Opener, all_ids, event
+
 REPO = Path(__file__).resolve().parents[3]
 
 # The five kinds of §2.2, with the spec's payload examples.
@@ -61,65 +60,6 @@ SPEC_EVENTS = (
         {"level": "info", "message": "记忆归档完成"},
     ),
 )
-
-
-class Clock:
-    """A hand-driven wall clock."""
-
-    def __init__(self, now: float = START) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def event(
-    payload: dict[str, Any] | None = None,
-    *,
-    kind: EventType = EventType.USER_INPUT,
-    source: Source = Source.USER,
-    timestamp: float = START,
-    soul_id: str | None = "soul-a",
-    session_id: str | None = "session-1",
-    trace_id: str | None = None,
-    terminal_id: str | None = "desk-1",
-    psyche_state: dict[str, Any] | None = None,
-) -> Event:
-    return Event(
-        trace_id=trace_id or new_trace_id(),
-        type=kind,
-        source=source,
-        payload={"content": "hi"} if payload is None else payload,
-        timestamp=timestamp,
-        psyche_state=psyche_state,
-        soul_id=soul_id,
-        session_id=session_id,
-        terminal_id=terminal_id,
-    )
-
-
-type Opener = Callable[..., SqliteJournal]
-
-
-@pytest.fixture
-def open_journal(tmp_path: Path) -> Iterator[Opener]:
-    """Open journals (default ``tmp_path / "journal.db"``, clock at START); close them after."""
-    opened: list[SqliteJournal] = []
-
-    def opener(path: Path | None = None, **options: Any) -> SqliteJournal:
-        options.setdefault("clock", Clock())
-        journal = SqliteJournal.open(path or tmp_path / "journal.db", **options)
-        opened.append(journal)
-        return journal
-
-    yield opener
-    for journal in opened:
-        journal.close()
-
-
-def all_ids(journal: SqliteJournal, **filters: Any) -> list[int]:
-    page = journal.query(EventQuery(limit=MAX_QUERY_LIMIT, **filters))
-    return [stored["id"] for stored in page.events]
 
 
 def sizes(path: Path) -> int:
@@ -994,73 +934,16 @@ def test_the_database_is_wal_with_incremental_vacuum(
             "SELECT sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
         )
     }
-    other.close()
-    # soul, session, trace, timestamp: the filters that find few rows.
-    assert len(indexed) == 4
-    assert any("(soul_id, id)" in sql for sql in indexed)
-
-
-def test_a_trace_is_found_through_its_index(
-    tmp_path: Path, open_journal: Opener
-) -> None:
-    journal = open_journal()
-    for number in range(20):
-        journal.append(event({"n": number}))
-    wanted = event({"n": "the one"})
-    journal.append(wanted)
-    assert journal.flush()
-    (found,) = journal.query(EventQuery(trace_id=wanted.trace_id)).events
-    assert found["payload"] == {"n": "the one"}
-    # Same first 8 characters, another trace: not found.
-    other = wanted.trace_id[:8] + "0" * (len(wanted.trace_id) - 8)
-    assert journal.query(EventQuery(trace_id=other)).events == []
-    reader = sqlite3.connect(tmp_path / "journal.db")
-    sql, params = journal_sql.select_page(EventQuery(trace_id=wanted.trace_id), 50)
-    plan = " ".join(
-        row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-    )
-    reader.close()
-    assert "USING INDEX events_trace" in plan
-
-
-def test_a_schema_1_journal_is_upgraded_in_place(
-    tmp_path: Path, open_journal: Opener
-) -> None:
-    path = tmp_path / "journal.db"
-    old = open_journal(path)  # the clock at START: nothing is purged by age
-    kept = event({"n": "old"})
-    old.append(kept)
-    assert old.flush()
-    old.close()
-    # What Soul's first journal looked like: a whole-trace_id index, an
-    # index of the type, no user_id column, version 1.
-    raw = sqlite3.connect(path)
-    raw.execute("DROP INDEX events_trace")
-    raw.execute("CREATE INDEX events_trace_id ON events (trace_id)")
-    raw.execute("CREATE INDEX events_type ON events (type)")
-    raw.execute("ALTER TABLE events DROP COLUMN user_id")
-    raw.execute("PRAGMA user_version = 1")
-    raw.commit()
-    raw.close()
-    upgraded = open_journal(path)
-    (found,) = upgraded.query(EventQuery(trace_id=kept.trace_id)).events
-    assert found["payload"] == {"n": "old"}
-    mine = replace(event({"n": "new"}), user_id="user-a")
-    upgraded.append(mine)
-    assert upgraded.flush()
-    upgraded.close()
-    raw = sqlite3.connect(path)
-    names = {
+    tables = {
         row[0]
-        for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        for row in other.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
-    assert raw.execute("PRAGMA user_version").fetchone() == (4,)
-    users = dict(raw.execute("SELECT trace_id, user_id FROM events"))
-    raw.close()
-    assert "events_trace" in names and "events_trace_id" not in names
-    assert "events_type" not in names  # schema 4
-    # Schema 3: the user of an event's session; older rows name none.
-    assert users == {kept.trace_id: None, mine.trace_id: "user-a"}
+    other.close()
+    # soul, session, timestamp: the filters that find few rows; a trace is
+    # found through trace_spans (test_journal_traces).
+    assert len(indexed) == 3
+    assert any("(soul_id, id)" in sql for sql in indexed)
+    assert "trace_spans" in tables
 
 
 @pytest.mark.parametrize("other_shared_souls", [0, 70])

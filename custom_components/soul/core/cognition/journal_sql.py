@@ -5,7 +5,8 @@ and of a reader's (``select_page``); ``journal.SqliteJournal`` calls them.
 ``prepare`` sets WAL mode, ``synchronous=FULL`` (every commit fsynced) and
 ``auto_vacuum=INCREMENTAL``, checks the file and creates or upgrades the
 schema (1: a whole-``trace_id`` index; 2: its first 8 characters; 3: the
-``user_id`` of an event of one user's session).
+``user_id`` of an event of one user's session; 4: no index of the type; 5:
+``trace_spans`` in place of an index of the trace id).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, Final
 from .events import MAX_EVENT_ID, EventQuery
 from .journal_codec import Row
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 _SCHEMA = """
@@ -39,9 +40,24 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_soul_id ON events (soul_id, id);
 CREATE INDEX IF NOT EXISTS events_session_id ON events (session_id);
-CREATE INDEX IF NOT EXISTS events_trace ON events (substr(trace_id, 1, 8));
 CREATE INDEX IF NOT EXISTS events_timestamp ON events (timestamp);
+CREATE TABLE IF NOT EXISTS trace_spans (
+    trace TEXT NOT NULL,
+    first_id INTEGER NOT NULL,
+    last_id INTEGER NOT NULL,
+    PRIMARY KEY (trace, first_id)
+) WITHOUT ROWID;
 """
+# Where a trace's events are: one row per trace and commit, keyed by the
+# trace id's first 8 characters (as selective for UUID4s), holding the first
+# and the last event id of that trace in that commit. A turn's three to five
+# events cost one random-key insert, not one each (docs/cognition.md).
+_SPAN_INSERT: Final = "INSERT OR REPLACE INTO trace_spans VALUES (?, ?, ?)"
+_SPANS_FROM_EVENTS: Final = (
+    "INSERT OR REPLACE INTO trace_spans"
+    " SELECT substr(trace_id, 1, 8), min(id), max(id) FROM events GROUP BY trace_id"
+)
+TRACE_KEY_CHARS: Final = 8
 _ROW_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _INSERT_INTO = (
     "INSERT INTO events (trace_id, type, source, soul_id, session_id,"
@@ -91,12 +107,14 @@ def select_page(q: EventQuery, limit: int) -> tuple[str, list[Any]]:
         where.append("session_id = ?")
         params.append(q.session_id)
     if q.trace_id is not None:
-        # The index holds the first 8 characters: as selective for UUID4s,
-        # and a third of the cost of indexing whole random keys per event.
-        # "+trace_id": without it SQLite propagates the constant into the
-        # substr() and no longer sees the indexed expression.
-        where.append("substr(trace_id, 1, 8) = ? AND +trace_id = ?")
-        params.extend((q.trace_id[:8], q.trace_id))
+        # The trace's spans give ranges of ids; the whole id is checked on
+        # the rows inside them (other traces' events may sit between).
+        where.append(
+            "id IN (SELECT e.id FROM trace_spans AS s JOIN events AS e"
+            " ON e.id BETWEEN s.first_id AND s.last_id WHERE s.trace = ?)"
+            " AND trace_id = ?"
+        )
+        params.extend((q.trace_id[:TRACE_KEY_CHARS], q.trace_id))
     if q.types is not None:
         types = sorted(str(t) for t in q.types)
         where.append(f"type IN ({', '.join('?' * len(types))})")
@@ -164,8 +182,11 @@ def prepare(connection: sqlite3.Connection, path: Path) -> float | None:
             f"{path} holds an 'events' table that is not Soul's event journal;"
             " choose another file"
         )
-    # Schema 1 indexed whole trace ids; 2 indexes their first 8 characters.
+    # Schema 1 indexed whole trace ids, 2 to 4 their first 8 characters; 5
+    # keeps trace spans instead, built here from the events already stored.
     drop = "DROP INDEX IF EXISTS events_trace_id;" if version < 2 else ""
+    if version < 5:
+        drop += " DROP INDEX IF EXISTS events_trace;"
     # Schema 4 has no index of the type: five values, read newest first by id
     # within a soul or a session, it cost a sixth of every write.
     if version < 4:
@@ -177,7 +198,8 @@ def prepare(connection: sqlite3.Connection, path: Path) -> float | None:
         if columns and "user_id" not in columns
         else ""
     )
-    connection.executescript(f"BEGIN; {drop} {add} {_SCHEMA} COMMIT;")
+    spans = f"{_SPANS_FROM_EVENTS};" if columns and version < 5 else ""
+    connection.executescript(f"BEGIN; {drop} {add} {_SCHEMA} {spans} COMMIT;")
     if version < SCHEMA_VERSION:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     row = connection.execute(
@@ -203,9 +225,10 @@ def describe_open_error(path: Path, err: Exception) -> str:
 
 
 def insert(connection: sqlite3.Connection, rows: list[Row]) -> None:
-    """Insert ``rows`` in one transaction, in order (rolled back on an error).
+    """Insert ``rows`` and their trace spans in one transaction, in order.
 
-    ``INSERT_CHUNK`` rows a statement, the rest one each.
+    ``INSERT_CHUNK`` rows a statement, the rest one each; rolled back on an
+    error.
     """
     connection.execute("BEGIN IMMEDIATE")
     try:
@@ -217,11 +240,40 @@ def insert(connection: sqlite3.Connection, rows: list[Row]) -> None:
             )
         if whole < len(rows):
             connection.executemany(INSERT, rows[whole:])
+        connection.executemany(_SPAN_INSERT, _spans(connection, rows))
         connection.execute("COMMIT")
     except BaseException:
         if connection.in_transaction:
             connection.rollback()
         raise
+
+
+def _spans(
+    connection: sqlite3.Connection, rows: list[Row]
+) -> list[tuple[str, int, int]]:
+    """Return the trace spans of ``rows``, just inserted in this transaction.
+
+    One writer inserts them in one transaction, so AUTOINCREMENT gave them
+    consecutive ids ending at ``last_insert_rowid()``.
+    """
+    first = connection.execute("SELECT last_insert_rowid()").fetchone()[0] - len(rows)
+    spans: dict[str, list[int]] = {}
+    for offset, row in enumerate(rows, first + 1):
+        key = row[0][:TRACE_KEY_CHARS]
+        span = spans.get(key)
+        if span is None:
+            spans[key] = [offset, offset]
+        else:
+            span[1] = offset
+    return [(key, span[0], span[1]) for key, span in spans.items()]
+
+
+def drop_spans(connection: sqlite3.Connection) -> None:
+    """Delete the trace spans that end before the oldest event left."""
+    connection.execute(
+        "DELETE FROM trace_spans WHERE last_id <"
+        " coalesce((SELECT min(id) FROM events), 9223372036854775807)"
+    )
 
 
 def purge_age(connection: sqlite3.Connection, cutoff: float) -> int:
@@ -235,6 +287,8 @@ def purge_age(connection: sqlite3.Connection, cutoff: float) -> int:
         )
         deleted += cursor.rowcount
         if cursor.rowcount < PURGE_CHUNK:
+            if deleted:
+                drop_spans(connection)
             return deleted
 
 
@@ -255,6 +309,7 @@ def purge_size(connection: sqlite3.Connection, path: Path, max_bytes: int) -> in
             (max(1, count // 10),),
         )
         deleted += cursor.rowcount
+        drop_spans(connection)
         if not shrink(connection):
             break  # a reader holds the WAL: deleting more would not help now
     return deleted
