@@ -16,6 +16,8 @@ import re
 import threading
 from typing import Any
 
+import orjson
+
 from ..safe_regex import UntrustedPattern, check_untrusted
 from ..trie_regex import BUCKETS, compile_trie, trie
 from .entries import (
@@ -267,27 +269,70 @@ def _patterns(intents: tuple[Intent, ...]) -> dict[str, UntrustedPattern]:
     return patterns
 
 
-_cache: OrderedDict[bytes, Catalog] = OrderedDict()
+# orjson's bytes are a catalog's key when they say its content exactly; else
+# (tuples, NaN: orjson writes them as lists and null) marshal's, after a NUL
+# (no JSON text begins with one). An orjson key comes with the content it
+# stands for (what orjson reads back from it): a request hits only when its
+# catalog equals that content, and marshal's key needs no such check.
+_cache: OrderedDict[bytes, tuple[Any, Catalog]] = OrderedDict()
 _cache_lock = threading.Lock()
+# Subclasses, dates and dataclasses are not plain JSON: orjson refuses them
+# (then marshal decides, as before). It takes enums, UUIDs and fragments,
+# which never equal what it reads back, and which marshal refuses.
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+
+def _marshal_key(entries: Any) -> bytes:
+    try:
+        # Version 2 writes no object references, so equal content gives equal
+        # bytes however the objects were made.
+        return b"\0" + marshal.dumps(entries, 2)
+    except (TypeError, ValueError):
+        raise IntentFilterError("intent_catalog must be plain JSON") from None
+
+
+def _cached(key: bytes, entries: Any, exact: bool) -> Catalog | None:
+    with _cache_lock:
+        if (item := _cache.get(key)) is None or not (exact or item[0] == entries):
+            return None
+        _cache.move_to_end(key)
+        return item[1]
+
+
+def _keep(key: bytes, content: Any, catalog: Catalog) -> None:
+    with _cache_lock:
+        _cache[key] = (content, catalog)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
 
 
 def cached_catalog(entries: Any) -> tuple[Catalog, bool]:
-    """Return the compiled catalog for ``entries`` and whether it came from the cache."""
+    """Return the compiled catalog for ``entries`` and whether it came from the cache.
+
+    Cached by content: a catalog's orjson bytes (5x faster than marshal)
+    when orjson reads back the very same content, its marshal bytes otherwise.
+    """
     try:
-        # 3x faster than json.dumps. Version 2 writes no object references, so
-        # equal content gives equal bytes however the objects were made.
-        key = marshal.dumps(entries, 2)
-    except (TypeError, ValueError):
-        raise IntentFilterError("intent_catalog must be plain JSON") from None
-    with _cache_lock:
-        if (catalog := _cache.get(key)) is not None:
-            _cache.move_to_end(key)
+        key: bytes | None = orjson.dumps(entries, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError: not JSON, or not as orjson writes it
+        key = None
+    if key is not None and (catalog := _cached(key, entries, False)) is not None:
+        return catalog, True
+    if key is not None:
+        content = orjson.loads(key)
+        if content != entries:  # tuples, NaN: only marshal's bytes say them
+            key = None
+    exact = _marshal_key(entries)  # refuses what is not plain JSON, as before
+    if key is None:
+        if (catalog := _cached(exact, entries, True)) is not None:
             return catalog, True
+        key, content = exact, None
     catalog = compile_catalog(entries)
-    with _cache_lock:
-        _cache[key] = catalog
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    _keep(key, content, catalog)
     return catalog, False
 
 

@@ -1,0 +1,284 @@
+"""The warm path's shortcuts answer as the code they stand in for.
+
+- ``reading.expresses_emotion`` skips the emotion recognizer's scan for a text
+  that holds none of its lexicon's surfaces or structures' literals;
+- ``catalog.cached_catalog`` keys a catalog by its orjson bytes, checked
+  against the content they stand for, and never confuses two catalogs that
+  orjson writes alike (tuples and lists, NaN and null, enums and strings).
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import json
+import marshal
+from pathlib import Path
+import random
+from typing import Any
+import uuid
+
+import pytest
+
+from custom_components.soul.core.emotion.lexicon import COMPILED_STRUCTURES, TABLE
+from custom_components.soul.core.emotion.recognizer import analyze_emotion
+from custom_components.soul.core.intent_filter import (
+    IntentFilterError,
+    cached_catalog,
+    clear_compile_cache,
+    compile_catalog,
+    filter_intents,
+    reading,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _recognizer(text: str) -> bool:
+    return analyze_emotion(text)["emotion"] != "neutral"
+
+
+def _strings_of_tests(folder: Path) -> list[str]:
+    found: list[str] = []
+    for path in sorted(folder.glob("test_*.py")):
+        found.extend(
+            node.value
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and 0 < len(node.value) <= 200
+        )
+    return found
+
+
+def _corpus() -> list[str]:
+    texts: list[str] = []
+    for name in ("intents_dev.jsonl", "emotions_dev.jsonl"):
+        for line in (ROOT / "tests/data/eval" / name).read_text().splitlines():
+            if line.strip():
+                case = json.loads(line)
+                texts.append(case.get("command") or case.get("text") or "")
+    texts += _strings_of_tests(ROOT / "tests/core/emotion")
+    texts += _strings_of_tests(ROOT / "tests/core/intent_filter")
+    # Generated: surfaces, structure literals and neutral words, mixed.
+    rng = random.Random(7)  # noqa: S311 - test data, not secrets
+    surfaces = sorted(TABLE)
+    literals = [literal for literal, *_rest in COMPILED_STRUCTURES]
+    neutral = [
+        "灯",
+        "帮我把",
+        "变成",
+        "绿色",
+        "点头",
+        "10分钟后",
+        "提醒我",
+        "開燈",
+        "吧",
+    ]
+    neutral += ["\n", " ", "。", "ＡＢ", "İ", "ǅ", "﹗", "！", "～"]
+    for _ in range(4000):
+        pieces = []
+        for _piece in range(rng.randint(1, 5)):
+            roll = rng.random()
+            if roll < 0.35:
+                surface = rng.choice(surfaces)
+                if rng.random() < 0.3 and len(surface) > 1:  # a fragment of one
+                    cut = rng.randint(1, len(surface) - 1)
+                    surface = surface[:cut] if rng.random() < 0.5 else surface[cut:]
+                pieces.append(surface)
+            elif roll < 0.45:
+                pieces.append(rng.choice(literals))
+            else:
+                pieces.append(rng.choice(neutral))
+        texts.append("".join(pieces))
+    return texts
+
+
+def test_emotion_shortcut_answers_as_the_recognizer() -> None:
+    texts = _corpus()
+    skipped = 0
+    for text in texts:
+        assert reading.expresses_emotion(text) is _recognizer(text), text
+    # The shortcut is taken (not only correct because never used).
+    for text in texts:
+        if not text.isascii():
+            folded = reading.emotion_fold(text)[0]
+            if reading._EMOTION_CHARS.isdisjoint(folded) and all(
+                folded[i : i + 2] not in reading._EMOTION_PAIRS
+                for i in range(len(folded) - 1)
+            ):
+                skipped += 1
+    assert skipped > 200
+
+
+def test_emotion_shortcut_skips_the_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    def scanned(text: str) -> dict[str, Any]:
+        raise AssertionError(f"scanned {text!r}")
+
+    monkeypatch.setattr(reading, "analyze_emotion", scanned)
+    for text in ("帮我把灯变成绿色", "10分钟后提醒我", "摇摇头", "明天早上8点叫我"):
+        assert reading.expresses_emotion(text) is False
+    # Anything that holds a surface, a literal or an ASCII letter is scanned.
+    for text in ("我好开心", "还是", "气死我了", "hello", "灯！"):
+        with pytest.raises(AssertionError, match="scanned"):
+            reading.expresses_emotion(text)
+
+
+def test_every_surface_and_literal_is_seen() -> None:
+    """A text made of one surface (or literal) alone is never skipped."""
+    for word in [*TABLE, *(literal for literal, *_rest in COMPILED_STRUCTURES)]:
+        folded = reading.emotion_fold(word)[0]
+        if word not in folded:
+            continue  # folded into something else: the recognizer cannot see it
+        assert not (
+            reading._EMOTION_CHARS.isdisjoint(folded)
+            and all(
+                folded[i : i + 2] not in reading._EMOTION_PAIRS
+                for i in range(len(folded) - 1)
+            )
+        ), word
+
+
+LIGHT: list[dict[str, Any]] = [
+    {
+        "id": "light",
+        "match": {"keywords_any": ["灯", "lamp"]},
+        "slots": [{"name": "mode", "regex": "(开|关)", "default": "on"}],
+    }
+]
+
+
+def _outcome(entries: Any) -> Any:
+    """What compiling ``entries`` afresh gives (as marshal's key did): intents or error."""
+    try:
+        marshal.dumps(entries, 2)
+    except (TypeError, ValueError):
+        return ("error", "intent_catalog must be plain JSON")
+    try:
+        compiled = compile_catalog(entries)
+    except IntentFilterError as err:
+        return ("error", str(err))
+    return [
+        (i.id, i.keywords_any, i.priority, i.min_confidence, i.hint_score)
+        for i in compiled.intents
+    ]
+
+
+def _cached_outcome(entries: Any) -> Any:
+    try:
+        compiled, cached = cached_catalog(entries)
+    except IntentFilterError as err:
+        return ("error", str(err)), False
+    return [
+        (i.id, i.keywords_any, i.priority, i.min_confidence, i.hint_score)
+        for i in compiled.intents
+    ], cached
+
+
+class _Colour(enum.Enum):
+    LAMP = "lamp"
+
+
+def _variants() -> list[tuple[Any, Any]]:
+    """Pairs of catalogs that orjson writes alike (or nearly) but that differ."""
+    tuple_keywords = json.loads(json.dumps(LIGHT))
+    tuple_keywords[0]["match"]["keywords_any"] = ("灯", "lamp")
+    pairs: list[tuple[Any, Any]] = [(LIGHT, tuple_keywords), (LIGHT, tuple(LIGHT))]
+    for field, values in (
+        ("priority", [1, 1.0, True, None, float("nan"), float("inf")]),
+        ("min_confidence", [0.5, None, float("nan"), 0, False, -0.0, 0.0]),
+        ("hint_score", [0.1, None, float("nan"), 1, True]),
+    ):
+        for a in values:
+            for b in values:
+                if a is b:
+                    continue
+                first = json.loads(json.dumps(LIGHT))
+                second = json.loads(json.dumps(LIGHT))
+                first[0][field] = a
+                second[0][field] = b
+                pairs.append((first, second))
+    enum_keyword = json.loads(json.dumps(LIGHT))
+    enum_keyword[0]["match"]["keywords_any"] = ["灯", _Colour.LAMP]
+    uuid_id = json.loads(json.dumps(LIGHT))
+    uuid_id[0]["id"] = uuid.UUID(int=1)
+    plain_uuid = json.loads(json.dumps(LIGHT))
+    plain_uuid[0]["id"] = str(uuid.UUID(int=1))
+    pairs += [(LIGHT, enum_keyword), (plain_uuid, uuid_id)]
+    return pairs
+
+
+@pytest.mark.parametrize("pair", range(len(_variants())))
+def test_catalogs_orjson_writes_alike_are_never_confused(pair: int) -> None:
+    first, second = _variants()[pair]
+    for a, b in ((first, second), (second, first)):
+        clear_compile_cache()
+        assert _cached_outcome(a)[0] == _outcome(a)
+        outcome, cached = _cached_outcome(b)
+        assert outcome == _outcome(b)
+        if cached:  # only ever from a catalog of exactly the same content
+            assert json.dumps(a, default=repr) == json.dumps(b, default=repr)
+            assert type(a) is type(b)
+        # Each is still found (or refused) as itself afterwards.
+        assert _cached_outcome(a)[0] == _outcome(a)
+        assert _cached_outcome(b)[0] == _outcome(b)
+
+
+def test_catalog_key_is_the_content_not_the_object() -> None:
+    clear_compile_cache()
+    entries = json.loads(json.dumps(LIGHT))
+    first, cached = cached_catalog(entries)
+    assert cached is False
+    assert cached_catalog(json.loads(json.dumps(LIGHT))) == (first, True)
+    # Changed in place: the same object is a new catalog.
+    entries[0]["match"]["keywords_any"].append("light")
+    changed, cached = cached_catalog(entries)
+    assert cached is False
+    assert "light" in changed.intents[0].keywords_any
+    # The same keys in another order are another catalog, as with marshal.
+    reordered = [
+        {"match": LIGHT[0]["match"], "slots": LIGHT[0]["slots"], "id": "light"}
+    ]
+    assert cached_catalog(reordered)[1] is False
+    # Tuples are keyed exactly too, and found again.
+    as_tuple = tuple(json.loads(json.dumps(LIGHT)))
+    assert cached_catalog(as_tuple)[1] is False
+    assert cached_catalog(tuple(json.loads(json.dumps(LIGHT))))[1] is True
+
+
+def test_not_plain_json_is_refused_even_when_equal_content_is_cached() -> None:
+    clear_compile_cache()
+    cached_catalog(json.loads(json.dumps(LIGHT)))
+
+    class Text(str):
+        __slots__ = ()
+
+    odd = json.loads(json.dumps(LIGHT))
+    odd[0]["id"] = Text("light")
+    for entries in (odd, [{**LIGHT[0], "id": uuid.UUID(int=1)}]):
+        with pytest.raises(IntentFilterError, match="plain JSON"):
+            cached_catalog(entries)
+    surrogate = json.loads(json.dumps(LIGHT))
+    surrogate[0]["match"]["keywords_any"] = ["灯\ud800"]  # orjson refuses; marshal not
+    assert _cached_outcome(surrogate)[0] == _outcome(surrogate)
+    big = json.loads(json.dumps(LIGHT))
+    big[0]["priority"] = 2**70
+    assert _cached_outcome(big)[0] == _outcome(big)
+
+
+def test_filter_answers_alike_whatever_the_key() -> None:
+    request = {
+        "command": "开灯",
+        "intent_catalog": LIGHT,
+        "now": "2026-02-22T17:40:00+08:00",
+    }
+    clear_compile_cache()
+    cold = filter_intents({**request, "request_id": "a"})
+    warm = filter_intents({**request, "request_id": "a"})
+    as_tuple = filter_intents(
+        {**request, "request_id": "a", "intent_catalog": tuple(LIGHT)}
+    )
+    for response in (cold, warm, as_tuple):
+        response["meta"].pop("latency_ms")
+        response["meta"].pop("catalog_cached")
+    assert cold == warm == as_tuple
