@@ -17,6 +17,7 @@ from pathlib import Path
 import random
 from typing import Any
 import uuid
+from zoneinfo import ZoneInfo, available_timezones
 
 import pytest
 
@@ -29,6 +30,7 @@ from custom_components.soul.core.intent_filter import (
     compile_catalog,
     filter_intents,
     reading,
+    request as request_module,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -282,3 +284,23 @@ def test_filter_answers_alike_whatever_the_key() -> None:
         response["meta"].pop("latency_ms")
         response["meta"].pop("catalog_cached")
     assert cold == warm == as_tuple
+
+
+def test_known_zones_are_found_again_and_bad_names_still_refused() -> None:
+    names = sorted(available_timezones())[:80]
+    for _round in range(2):
+        for name in names:
+            assert request_module._zone(name) is ZoneInfo(name)
+            assert len(request_module._zones) <= 64
+    assert request_module._zone("Asia/Shanghai") is ZoneInfo("Asia/Shanghai")
+
+    class Name(str):
+        __slots__ = ()
+
+    assert request_module._zone(Name("Asia/Shanghai")) is ZoneInfo("Asia/Shanghai")
+    for bad in ("../etc/passwd", "/Asia/Shanghai", "Asia/", "x" * 65, 3, None, ["UTC"]):
+        with pytest.raises(IntentFilterError, match="IANA time zone name"):
+            request_module._zone(bad)
+    for _round in range(2):  # unknown, each time
+        with pytest.raises(IntentFilterError, match="unknown timezone"):
+            request_module._zone("Mars/Olympus_Mons")

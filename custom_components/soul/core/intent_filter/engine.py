@@ -280,13 +280,14 @@ def filter_intents(
             kept = selected[: options["max_intents"]]
         else:
             kept = selected[:1]
-        cut = {id(c.reading) for c in selected[len(kept) :]} - {
-            id(c.reading) for c in kept
-        }
+        if len(kept) < len(selected):  # most commands: none is cut
+            cut = {id(c.reading) for c in selected[len(kept) :]} - {
+                id(c.reading) for c in kept
+            }
+            for position, reading in enumerate(readings):
+                if id(reading) in cut:
+                    unmatched[position] = ("max_intents", [])
         selected = kept
-        for position, reading in enumerate(readings):
-            if id(reading) in cut:
-                unmatched[position] = ("max_intents", [])
         # A clause whose time a neighbour's intent took gave that intent.
         for candidate in selected:
             if (lender := candidate.reading.borrowed) is not None:

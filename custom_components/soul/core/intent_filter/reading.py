@@ -287,10 +287,12 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
             else [TimePoint(t.at, t.start + offset, t.end + offset) for t in points]
         )
     numbers = []
+    timed = durations or time_points
     for match in _NUMBER_TOKEN.finditer(folded):
         start, end = match.start() + offset, match.end() + offset
-        if any(d.start <= start < d.end for d in durations) or any(
-            t.start <= start < t.end for t in time_points
+        if timed and (
+            any(d.start <= start < d.end for d in durations)
+            or any(t.start <= start < t.end for t in time_points)
         ):
             continue
         if (value := parse_number(match.group())) is not None:

@@ -87,10 +87,21 @@ def _known_zone(name: str) -> ZoneInfo:
         raise IntentFilterError(f"unknown timezone {name!r}") from None
 
 
+# Zones found by a valid name (at most 64, as ``_known_zone`` keeps): a name
+# found here was checked when it was kept.
+_zones: dict[str, ZoneInfo] = {}
+
+
 def _zone(name: Any) -> ZoneInfo:
+    if type(name) is str and (zone := _zones.get(name)) is not None:
+        return zone
     if not valid_timezone_name(name):
         raise IntentFilterError("timezone must be an IANA time zone name")
-    return _known_zone(name)
+    zone = _known_zone(name)
+    if len(_zones) >= 64:
+        _zones.clear()
+    _zones[name] = zone
+    return zone
 
 
 def parse_request(request: Any, default_timezone: str) -> Request:
