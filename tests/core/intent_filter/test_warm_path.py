@@ -15,12 +15,14 @@ import json
 import marshal
 from pathlib import Path
 import random
+import re
 from typing import Any
 import uuid
 from zoneinfo import ZoneInfo, available_timezones
 
 import pytest
 
+from benchmarks.intent_filter import big_catalog
 from custom_components.soul.core.emotion.lexicon import COMPILED_STRUCTURES, TABLE
 from custom_components.soul.core.emotion.recognizer import analyze_emotion
 from custom_components.soul.core.intent_filter import (
@@ -31,7 +33,13 @@ from custom_components.soul.core.intent_filter import (
     filter_intents,
     reading,
     request as request_module,
+    slots,
 )
+from custom_components.soul.core.intent_filter.entries import Slot
+from custom_components.soul.core.intent_filter.reading import Context, read_clause
+from custom_components.soul.core.intent_filter.request import parse_request
+from custom_components.soul.core.intent_filter.segmenter import segment
+from custom_components.soul.core.intent_filter.text import make_clause
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -304,3 +312,139 @@ def test_known_zones_are_found_again_and_bad_names_still_refused() -> None:
     for _round in range(2):  # unknown, each time
         with pytest.raises(IntentFilterError, match="unknown timezone"):
             request_module._zone("Mars/Olympus_Mons")
+
+
+def _old_keyword_hits(catalog: Any, clause: Any) -> list[Any]:
+    """``reading._keyword_hits`` as it was: every list of two hits or more sorted."""
+    pattern = catalog.keyword_pattern
+    if pattern is None:
+        return []
+    hits: dict[tuple[str, int], Any] = {}
+    original = clause.original
+    for variant in clause.variants:
+        text = variant.text if variant is not original else variant.text.lower()
+        for match in pattern.finditer(text):
+            position = match.start()
+            for keyword in catalog.keyword_prefixes[match.group(1)]:
+                end = position + len(keyword)
+                if keyword.isascii():
+                    if position and text[position - 1].isalnum():
+                        continue
+                    tail_match = re.compile(r"[a-z]*").match(text, end)
+                    tail = tail_match.group() if tail_match else ""
+                    if tail not in ("", "s", "es", "ed", "ing", "er", "ers", "d"):
+                        continue
+                if end <= len(variant.origin):
+                    start_o = variant.origin[position]
+                    end_o = variant.origin[end - 1] + 1
+                else:
+                    start_o, end_o = variant.span(position, end)
+                if (keyword, start_o) not in hits:
+                    hits[keyword, start_o] = reading.Hit(keyword, start_o, end_o)
+    if len(hits) < 2:
+        return list(hits.values())
+    return sorted(hits.values(), key=lambda hit: (hit.start, -len(hit.keyword)))
+
+
+def _outcome_of(find: Any, catalog: Any, clause: Any) -> Any:
+    try:
+        return find(catalog, clause)
+    except IndexError as err:
+        return f"IndexError: {err}"
+
+
+def _hit_catalogs() -> list[Any]:
+    desk = json.loads((ROOT / "tests/data/eval/catalog_desk_robot.json").read_text())
+    odd = [
+        {"id": "a", "match": {"keywords_any": ["灯", "开灯", "打开灯", "开", "light", "lights", "i̇", "ii", "i"]}},
+        {"id": "b", "match": {"keywords_any": ["点头", "点", "nod", "nodding", "燈", "開燈"]}},
+        {"id": "c", "match": {"keywords_all": ["关", "灯"], "negative_keywords": ["不"]}},
+    ]  # fmt: skip
+    return [compile_catalog(desk), compile_catalog(odd), compile_catalog(big_catalog())]
+
+
+def test_keyword_hits_are_those_of_the_sorting_code() -> None:
+    rng = random.Random(11)  # noqa: S311 - test data, not secrets
+    pieces = [
+        "灯",
+        "开灯",
+        "打开灯",
+        "開燈",
+        "燈",
+        "点头",
+        "点点头",
+        "点个头",
+        "把",
+        "İ",
+        "I",
+        "i",
+    ]
+    pieces += [
+        "light",
+        "Lights",
+        "LIGHT",
+        "nod",
+        "nodding",
+        " ",
+        "，",
+        "关",
+        "不",
+        "提醒",
+        "10",
+    ]
+    texts = [*_corpus()[:1500]]
+    texts += ["".join(rng.choices(pieces, k=rng.randint(1, 8))) for _ in range(3000)]
+    seen_unsorted = 0
+    for catalog in _hit_catalogs():
+        for text in texts:
+            if not text.strip() or not text.isprintable() or "\ud800" in text:
+                continue
+            for locale in ("zh-CN", "ja-JP"):
+                clause = make_clause(text, 0, len(text), locale)
+                new = _outcome_of(reading._keyword_hits, catalog, clause)
+                old = _outcome_of(_old_keyword_hits, catalog, clause)
+                assert new == old, (text, locale)
+                if isinstance(new, str):
+                    continue  # the same IndexError both ways (keyword "i̇", text "İ")
+                unsorted = [(h.start, -len(h.keyword)) for h in new]
+                seen_unsorted += unsorted != sorted(unsorted)
+    assert seen_unsorted == 0
+
+
+def _readings(command: str) -> list[Any]:
+    req = parse_request(
+        {
+            "command": command,
+            "intent_catalog": LIGHT,
+            "now": "2026-02-22T17:40:00+08:00",
+        },
+        "Asia/Shanghai",
+    )
+    ctx = Context(req, compile_catalog(LIGHT), "zh-CN")
+    return [ctx, [read_clause(ctx, seg) for seg in segment(command)]]
+
+
+def test_a_slot_implicit_cannot_fill_is_not_tried() -> None:
+    names = ["skill", "label", "name", "x", "brightness", "volume_level", "level_x"]
+    names += ["trigger_in_seconds", "duration_seconds", "seconds", "count", "mode"]
+    names += ["percentage", "my_value", "valuex", "timer", "time", "at", "song"]
+    names += [*slots._AFFINITY]
+    commands = [
+        "把灯调到50",
+        "10分钟后提醒我",
+        "红色的灯",
+        "点头3次",
+        "开灯，音量30",
+        "nod 3 times",
+    ]
+    for command in commands:
+        ctx, readings = _readings(command)
+        intent = ctx.catalog.intents[0]
+        for one in readings:
+            for name in names:
+                slot = Slot(name=name)
+                found = slots._implicit(ctx, intent, slot, one)
+                if not slots._understood(name):
+                    assert found == (False, None, None), (command, name)
+    # Names it understands are tried (and some are filled here).
+    assert all(slots._understood(n) for n in ("brightness", "mode", "x_seconds"))

@@ -223,6 +223,10 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
     hits: dict[tuple[str, int], Hit] = {}
     prefixes = catalog.keyword_prefixes
     original = clause.original
+    # Whether the hits came in ``_hit_order`` already (one variant: by place,
+    # then longest first), so that sorting them would change nothing.
+    ordered = True
+    last = (-1, 0)
     for variant in clause.variants:
         text = variant.text if variant is not original else variant.text.lower()
         origin = variant.origin
@@ -245,7 +249,11 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
                     start_o, end_o = variant.span(position, end)
                 if (key := (keyword, start_o)) not in hits:
                     hits[key] = Hit(keyword, start_o, end_o)
-    if len(hits) < 2:
+                    if ordered:
+                        order = (start_o, -len(keyword))
+                        ordered = last <= order
+                        last = order
+    if ordered:
         return list(hits.values())
     return sorted(hits.values(), key=_hit_order)
 

@@ -8,6 +8,7 @@ text is normalised (value maps, numbers, durations, entities).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+import functools
 import re
 from typing import Any
 
@@ -204,7 +205,7 @@ def fill_slots(
             ):
                 value, raw = timed
                 found = True
-        if not found:
+        if not found and (slot.regex is not None or _understood(slot.name)):
             found, value, raw = _implicit(ctx, intent, slot, reading)
         if found:
             if raw is not None:
@@ -229,6 +230,20 @@ def _align(
         if match is not None and (captured := match.group(slot.group)):
             return captured, surface
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _understood(name: str) -> bool:
+    """Whether ``_implicit`` may fill a slot of this name that has no pattern.
+
+    Only a ``*_seconds`` name, a name with an entity type, or a number's name
+    can be: for any other (``skill``, ``label``) it finds nothing.
+    """
+    return (
+        name.endswith("_seconds")
+        or name in _AFFINITY
+        or _NUMBER_SLOTS.search(name) is not None
+    )
 
 
 def _implicit(
