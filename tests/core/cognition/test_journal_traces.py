@@ -23,6 +23,29 @@ def spans(path: Path) -> list[tuple[str, int, int]]:
         raw.close()
 
 
+def make_old(path: Path, version: int, *statements: str) -> None:
+    """Turn the journal at ``path`` into one of schema ``version``: no spans, ``statements``."""
+    raw = sqlite3.connect(path)
+    try:
+        raw.execute("DROP TABLE trace_spans")
+        for statement in statements:
+            raw.execute(statement)
+        raw.execute(f"PRAGMA user_version = {version}")
+        raw.commit()
+    finally:
+        raw.close()
+
+
+def index_names(path: Path) -> set[str]:
+    """Return the names of the indexes in ``path``."""
+    raw = sqlite3.connect(path)
+    try:
+        query = "SELECT name FROM sqlite_master WHERE type = 'index'"
+        return {row[0] for row in raw.execute(query)}
+    finally:
+        raw.close()
+
+
 def trace_payloads(journal_query: object, trace_id: str) -> list[object]:
     page = journal_query(EventQuery(trace_id=trace_id))  # type: ignore[operator]
     return [stored["payload"]["n"] for stored in page.events]
@@ -131,14 +154,13 @@ def test_a_schema_1_journal_is_upgraded_in_place(
     old.close()
     # What Soul's first journal looked like: a whole-trace_id index, an
     # index of the type, no user_id column, no trace spans, version 1.
-    raw = sqlite3.connect(path)
-    raw.execute("DROP TABLE trace_spans")
-    raw.execute("CREATE INDEX events_trace_id ON events (trace_id)")
-    raw.execute("CREATE INDEX events_type ON events (type)")
-    raw.execute("ALTER TABLE events DROP COLUMN user_id")
-    raw.execute("PRAGMA user_version = 1")
-    raw.commit()
-    raw.close()
+    make_old(
+        path,
+        1,
+        "CREATE INDEX events_trace_id ON events (trace_id)",
+        "CREATE INDEX events_type ON events (type)",
+        "ALTER TABLE events DROP COLUMN user_id",
+    )
     upgraded = open_journal(path)
     (found,) = upgraded.query(EventQuery(trace_id=kept.trace_id)).events
     assert found["payload"] == {"n": "old"}
@@ -146,11 +168,8 @@ def test_a_schema_1_journal_is_upgraded_in_place(
     upgraded.append(mine)
     assert upgraded.flush()
     upgraded.close()
+    names = index_names(path)
     raw = sqlite3.connect(path)
-    names = {
-        row[0]
-        for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
-    }
     assert raw.execute("PRAGMA user_version").fetchone() == (5,)
     users = dict(raw.execute("SELECT trace_id, user_id FROM events"))
     raw.close()
@@ -172,22 +191,11 @@ def test_a_schema_4_journal_gets_spans_for_its_events(
         assert old.flush()
     old.close()
     # Schema 4 indexed the first 8 characters of the trace id, no spans.
-    raw = sqlite3.connect(path)
-    raw.execute("DROP TABLE trace_spans")
-    raw.execute("CREATE INDEX events_trace ON events (substr(trace_id, 1, 8))")
-    raw.execute("PRAGMA user_version = 4")
-    raw.commit()
-    raw.close()
+    make_old(path, 4, "CREATE INDEX events_trace ON events (substr(trace_id, 1, 8))")
     upgraded = open_journal(path)
     assert trace_payloads(upgraded.query, turn) == [2, 1, 0]
     assert len(all_ids(upgraded)) == 6
     upgraded.close()
-    raw = sqlite3.connect(path)
-    names = {
-        row[0]
-        for row in raw.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
-    }
-    raw.close()
-    assert "events_trace" not in names
+    assert "events_trace" not in index_names(path)
     # One span per trace over what was stored: its first and last event.
     assert (turn[:8], 2, 6) in spans(path)
