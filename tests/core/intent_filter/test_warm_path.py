@@ -448,3 +448,42 @@ def test_a_slot_implicit_cannot_fill_is_not_tried() -> None:
                     assert found == (False, None, None), (command, name)
     # Names it understands are tried (and some are filled here).
     assert all(slots._understood(n) for n in ("brightness", "mode", "x_seconds"))
+
+
+class _Point:
+    def __eq__(self, other: object) -> bool:
+        return True  # equal to anything, orjson's reading too
+
+    __hash__ = object.__hash__
+
+
+def _odd_values() -> list[Any]:
+    from collections import OrderedDict
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    class Number(int):
+        __slots__ = ()
+
+    return [
+        b"lamp", {"lamp"}, frozenset({"lamp"}), 1j, Decimal(1), datetime.now(UTC),
+        OrderedDict(a=1), Number(1), _Colour.LAMP, uuid.UUID(int=3), _Point(),
+        float("nan"), float("-inf"), 2**64, -(2**63) - 1, "\ud800", ("lamp",),
+        [("lamp",)], {"a": ("lamp",)}, {1: "lamp"}, None, True, 0.5, -0.0,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["priority", "keyword", "slot_default", "extra"])
+def test_a_fresh_catalog_is_refused_or_compiled_as_before(where: str) -> None:
+    for value in _odd_values():
+        entries = json.loads(json.dumps(LIGHT))
+        if where == "keyword":
+            entries[0]["match"]["keywords_any"].append(value)
+        elif where == "slot_default":
+            entries[0]["slots"][0]["default"] = value
+        else:
+            entries[0][where] = value
+        clear_compile_cache()
+        assert _cached_outcome(entries)[0] == _outcome(entries), (where, value)
+        # And again, now that the cache may hold it.
+        assert _cached_outcome(entries)[0] == _outcome(entries), (where, value)

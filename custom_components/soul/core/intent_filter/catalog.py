@@ -324,10 +324,14 @@ def cached_catalog(entries: Any) -> tuple[Catalog, bool]:
         return catalog, True
     if key is not None:
         content = orjson.loads(key)
+        # Equal to what orjson reads back, the catalog is lists, dicts,
+        # strings, integers, finite floats, booleans and None, all of their
+        # own type (orjson refuses subclasses; tuples, enums, UUIDs and NaN
+        # equal nothing it reads): plain JSON, which marshal would take.
         if content != entries:  # tuples, NaN: only marshal's bytes say them
             key = None
-    exact = _marshal_key(entries)  # refuses what is not plain JSON, as before
     if key is None:
+        exact = _marshal_key(entries)  # refuses what is not plain JSON, as before
         if (catalog := _cached(exact, entries, True)) is not None:
             return catalog, True
         key, content = exact, None
