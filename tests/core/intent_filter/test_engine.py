@@ -665,3 +665,15 @@ def test_a_captured_hour_inside_a_clock_time_becomes_seconds_from_now() -> None:
         run("明天早上8点叫我", catalog, options={"enable_time_parser": False})
     )
     assert plain[0]["normalized"] == {"trigger_in_seconds": 8}
+
+
+@pytest.mark.parametrize("command", ["İ", "xİ", "İx", "开İ灯", "İİ"])
+def test_a_command_lower_casing_makes_longer_is_read(command: str) -> None:
+    """Lower-cased, "İ" is "i̇", two characters: spans still map onto the command."""
+    catalog = [{"id": "dot", "name": "dot", "match": {"keywords_any": ["i̇"]}}]
+    response = filter_intents({"command": command, "intent_catalog": catalog})
+    assert response["decision"]["action"] == "execute_intents"
+    (intent,) = response["intents"]
+    span = intent["span"]
+    assert 0 <= span["start"] < span["end"] <= len(command)
+    assert command[span["start"] : span["end"]] == span["text"]

@@ -72,7 +72,9 @@ class Variant:
         if start >= len(origin):
             last = origin[-1] + 1 if origin else 0
             return last, last
-        return origin[start], origin[max(start, end - 1)] + 1
+        # Lower-casing may lengthen the text ("İ" is "i̇"): an end past the
+        # origins is the original's end.
+        return origin[start], origin[min(max(start, end - 1), len(origin) - 1)] + 1
 
 
 def _rewrite(
