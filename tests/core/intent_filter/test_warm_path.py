@@ -1,7 +1,5 @@
 """The warm path's shortcuts answer as the code they stand in for.
 
-- ``reading.expresses_emotion`` skips the emotion recognizer's scan for a text
-  that holds none of its lexicon's surfaces or structures' literals;
 - ``catalog.cached_catalog`` keys a catalog by its orjson bytes, checked
   against the content they stand for, and never confuses two catalogs that
   orjson writes alike (tuples and lists, NaN and null, enums and strings).
@@ -9,7 +7,6 @@
 
 from __future__ import annotations
 
-import ast
 import enum
 import json
 import marshal
@@ -23,8 +20,6 @@ from zoneinfo import ZoneInfo, available_timezones
 import pytest
 
 from benchmarks.intent_filter import big_catalog
-from custom_components.soul.core.emotion.lexicon import COMPILED_STRUCTURES, TABLE
-from custom_components.soul.core.emotion.recognizer import analyze_emotion
 from custom_components.soul.core.intent_filter import (
     IntentFilterError,
     cached_catalog,
@@ -41,112 +36,9 @@ from custom_components.soul.core.intent_filter.request import parse_request
 from custom_components.soul.core.intent_filter.segmenter import segment
 from custom_components.soul.core.intent_filter.text import make_clause
 
+from ..text_corpus import corpus
+
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _recognizer(text: str) -> bool:
-    return analyze_emotion(text)["emotion"] != "neutral"
-
-
-def _strings_of_tests(folder: Path) -> list[str]:
-    found: list[str] = []
-    for path in sorted(folder.glob("test_*.py")):
-        found.extend(
-            node.value
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and 0 < len(node.value) <= 200
-        )
-    return found
-
-
-def _corpus() -> list[str]:
-    texts: list[str] = []
-    for name in ("intents_dev.jsonl", "emotions_dev.jsonl"):
-        for line in (ROOT / "tests/data/eval" / name).read_text().splitlines():
-            if line.strip():
-                case = json.loads(line)
-                texts.append(case.get("command") or case.get("text") or "")
-    texts += _strings_of_tests(ROOT / "tests/core/emotion")
-    texts += _strings_of_tests(ROOT / "tests/core/intent_filter")
-    # Generated: surfaces, structure literals and neutral words, mixed.
-    rng = random.Random(7)  # noqa: S311 - test data, not secrets
-    surfaces = sorted(TABLE)
-    literals = [literal for literal, *_rest in COMPILED_STRUCTURES]
-    neutral = [
-        "灯",
-        "帮我把",
-        "变成",
-        "绿色",
-        "点头",
-        "10分钟后",
-        "提醒我",
-        "開燈",
-        "吧",
-    ]
-    neutral += ["\n", " ", "。", "ＡＢ", "İ", "ǅ", "﹗", "！", "～"]
-    for _ in range(4000):
-        pieces = []
-        for _piece in range(rng.randint(1, 5)):
-            roll = rng.random()
-            if roll < 0.35:
-                surface = rng.choice(surfaces)
-                if rng.random() < 0.3 and len(surface) > 1:  # a fragment of one
-                    cut = rng.randint(1, len(surface) - 1)
-                    surface = surface[:cut] if rng.random() < 0.5 else surface[cut:]
-                pieces.append(surface)
-            elif roll < 0.45:
-                pieces.append(rng.choice(literals))
-            else:
-                pieces.append(rng.choice(neutral))
-        texts.append("".join(pieces))
-    return texts
-
-
-def test_emotion_shortcut_answers_as_the_recognizer() -> None:
-    texts = _corpus()
-    skipped = 0
-    for text in texts:
-        assert reading.expresses_emotion(text) is _recognizer(text), text
-    # The shortcut is taken (not only correct because never used).
-    for text in texts:
-        if not text.isascii():
-            folded = reading.emotion_fold(text)[0]
-            if reading._EMOTION_CHARS.isdisjoint(folded) and all(
-                folded[i : i + 2] not in reading._EMOTION_PAIRS
-                for i in range(len(folded) - 1)
-            ):
-                skipped += 1
-    assert skipped > 200
-
-
-def test_emotion_shortcut_skips_the_scan(monkeypatch: pytest.MonkeyPatch) -> None:
-    def scanned(text: str) -> dict[str, Any]:
-        raise AssertionError(f"scanned {text!r}")
-
-    monkeypatch.setattr(reading, "analyze_emotion", scanned)
-    for text in ("帮我把灯变成绿色", "10分钟后提醒我", "摇摇头", "明天早上8点叫我"):
-        assert reading.expresses_emotion(text) is False
-    # Anything that holds a surface, a literal or an ASCII letter is scanned.
-    for text in ("我好开心", "还是", "气死我了", "hello", "灯！"):
-        with pytest.raises(AssertionError, match="scanned"):
-            reading.expresses_emotion(text)
-
-
-def test_every_surface_and_literal_is_seen() -> None:
-    """A text made of one surface (or literal) alone is never skipped."""
-    for word in [*TABLE, *(literal for literal, *_rest in COMPILED_STRUCTURES)]:
-        folded = reading.emotion_fold(word)[0]
-        if word not in folded:
-            continue  # folded into something else: the recognizer cannot see it
-        assert not (
-            reading._EMOTION_CHARS.isdisjoint(folded)
-            and all(
-                folded[i : i + 2] not in reading._EMOTION_PAIRS
-                for i in range(len(folded) - 1)
-            )
-        ), word
 
 
 LIGHT: list[dict[str, Any]] = [
@@ -392,7 +284,7 @@ def test_keyword_hits_are_those_of_the_sorting_code() -> None:
         "提醒",
         "10",
     ]
-    texts = [*_corpus()[:1500]]
+    texts = [*corpus()[:1500]]
     texts += ["".join(rng.choices(pieces, k=rng.randint(1, 8))) for _ in range(3000)]
     seen_unsorted = 0
     for catalog in _hit_catalogs():

@@ -17,12 +17,15 @@ pattern and walks the tokens clause by clause:
   a few structural patterns ("还是…不…", "试了…都…") add frustration.
 
 The label with the most evidence wins; its strongest cue sets the intensity,
-raised by further cues, "!" and repeated characters.
+raised by further cues, "!" and repeated characters. A non-ASCII text that
+cannot hold any surface of the lexicon or literal of a structure (most
+commands: "帮我把灯变成绿色") is neutral without the scan.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import operator
 import re
 
 from ..language import to_simplified
@@ -71,6 +74,27 @@ _REQUEST = re.compile(
 )
 _CONDITION = re.compile(r"如果|要是|假如|假设|的话|(?<!what )\b(?:if|in case|unless)\b")
 _ASKED_EN = re.compile(r"^\s*(?:are|were|do|did|will|would|is|have|has) (?:you|u)\b")
+
+
+# What the scan can find at all: a surface of the lexicon (a token) or a
+# structure's literal. Each one-character word, and the first two characters
+# of every longer one, say whether one may occur: a folded text holding none
+# of them has no evidence. ASCII text nearly always holds a pair that begins
+# an English surface, so it goes straight to the scan.
+_WORDS = (*TABLE, *(literal for literal, *_rest in COMPILED_STRUCTURES))
+_WORD_CHARS = frozenset(word for word in _WORDS if len(word) == 1)
+_WORD_PAIRS = frozenset(word[:2] for word in _WORDS if len(word) > 1)
+_SKIPS = "" not in _WORDS  # an empty word would be found anywhere
+
+
+def _no_evidence(folded: str) -> bool:
+    """Whether ``folded`` (as ``_fold`` returns it) surely holds no evidence."""
+    return (
+        _SKIPS
+        and not folded.isascii()
+        and _WORD_CHARS.isdisjoint(folded)
+        and _WORD_PAIRS.isdisjoint(map(operator.add, folded, folded[1:]))
+    )
 
 
 def _fold(text: str) -> tuple[str, int]:
@@ -334,6 +358,8 @@ def analyze_emotion(text: str) -> dict[str, str | float]:
     if not isinstance(text, str) or not text:
         return dict(_ZERO)
     folded, elongations = _fold(text)
+    if _no_evidence(folded):
+        return dict(_ZERO)
     state = _walk(folded)
     if not state.scores:
         return dict(_ZERO)

@@ -9,12 +9,10 @@ its warnings and its durations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-import operator
 import re
 from typing import Any
 
-from ..emotion.lexicon import COMPILED_STRUCTURES, TABLE
-from ..emotion.recognizer import _fold as emotion_fold, analyze_emotion
+from ..emotion.recognizer import analyze_emotion
 from ..safe_regex import RegexBudgetError, RegexTimeoutError, UnsafeRegexError, search
 from .catalog import Catalog
 from .durations import Duration, find_durations
@@ -329,32 +327,6 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
     )
 
 
-# What ``analyze_emotion`` can find at all: a token of its lexicon (a surface)
-# or one of its structures (each needs its literal). A folded text holding none
-# of them as a substring has no evidence, so it is neutral. One character of
-# each one-character surface, the first two of every longer one (or literal),
-# say whether one may occur: a text with none of those cannot hold one.
-# (``recognizer._walk`` gathers evidence only from those two; tests compare
-# the shortcut with the recognizer on generated texts.)
-_EMOTION_WORDS = (*TABLE, *(literal for literal, *_rest in COMPILED_STRUCTURES))
-_EMOTION_CHARS = frozenset(word for word in _EMOTION_WORDS if len(word) == 1)
-_EMOTION_PAIRS = frozenset(word[:2] for word in _EMOTION_WORDS if len(word) > 1)
-# (An empty surface would be a token anywhere: then nothing is skipped.)
-_EMOTION_SKIPS = "" not in _EMOTION_WORDS
-
-
 def expresses_emotion(text: str) -> bool:
-    """Whether ``text`` expresses an emotion (``core.emotion``'s recognizer).
-
-    A text that, folded as the recognizer folds it, holds no surface of its
-    lexicon and no structure's literal is neutral without the recognizer's
-    scan (most commands: "帮我把灯变成绿色"). ASCII text nearly always holds a
-    pair that begins an English surface: it goes straight to the recognizer.
-    """
-    if _EMOTION_SKIPS and text and not text.isascii():
-        folded, _elongations = emotion_fold(text)
-        if _EMOTION_CHARS.isdisjoint(folded) and _EMOTION_PAIRS.isdisjoint(
-            map(operator.add, folded, folded[1:])
-        ):
-            return False
+    """Whether ``text`` expresses an emotion (``core.emotion``'s recognizer)."""
     return analyze_emotion(text)["emotion"] != "neutral"
