@@ -192,12 +192,17 @@ class IntentFilterView(HomeAssistantView):
         # Loads the zone file in the executor once; the engine then finds it cached.
         await dt_util.async_get_time_zone(tz_name)
         try:
+            compiled = None
             if (entries := body.get("intent_catalog")) is not None:
-                await hass.async_add_executor_job(cached_catalog, entries)
+                compiled, _cached = await hass.async_add_executor_job(
+                    cached_catalog, entries
+                )
             terminal_id = body.get("terminal_id")
             if terminal_id is None:
                 return self.json(
-                    filter_intents(body, default_timezone=hass.config.time_zone)
+                    filter_intents(
+                        body, default_timezone=hass.config.time_zone, compiled=compiled
+                    )
                 )
             if not isinstance(terminal_id, str):
                 raise _HttpError("terminal_id must be a string")
