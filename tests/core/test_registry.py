@@ -365,3 +365,52 @@ def test_unavailable_and_back_are_logged_once_each(
     send(registry, Kind.ONLINE, "online", "t1")
     send(registry, Kind.HEARTBEAT, "1", "t1")
     assert caplog.text.count("t1 is available again") == 1
+
+
+def test_bodies_of_one_model_share_their_skills_and_intents(
+    registry: TerminalRegistry,
+) -> None:
+    """Equal skills and intents are held once, whatever body published them."""
+
+    def parsed(kind: Kind, terminal_id: str, payload: dict[str, Any]) -> Any:
+        prepared = registry.prepare(kind, terminal_id, json.dumps(payload))
+        assert prepared.error is None
+        return prepared.snapshot
+
+    first = parsed(Kind.SKILLS, "body-1", skills(terminal_id="body-1"))
+    second = parsed(Kind.SKILLS, "body-2", skills(terminal_id="body-2"))
+    assert len(first.skills) > 1
+    assert all(a is b for a, b in zip(first.skills, second.skills, strict=True))
+    # A skill of other content is its own, the rest still shared.
+    changed = skills(terminal_id="body-3")
+    changed["skills"][0]["description"] = "something else"
+    third = parsed(Kind.SKILLS, "body-3", changed)
+    assert third.skills[0] is not first.skills[0]
+    assert third.skills[0].description == "something else"
+    assert all(a is b for a, b in zip(first.skills[1:], third.skills[1:], strict=True))
+
+    one = parsed(Kind.INTENT_CATALOG, "body-1", catalog(terminal_id="body-1"))
+    other = catalog(terminal_id="body-2")
+    other["intent_catalog"][-1]["name"] = "renamed"
+    two = parsed(Kind.INTENT_CATALOG, "body-2", other)
+    assert len(one.intents) > 1
+    assert all(a is b for a, b in zip(one.intents[:-1], two.intents[:-1], strict=True))
+    assert one.intents[-1] is not two.intents[-1]
+    assert two.intents[-1]["name"] == "renamed"
+    # Each catalog is compiled from its own content.
+    assert one.compiled is not two.compiled
+
+
+def test_equal_looking_values_are_not_shared(registry: TerminalRegistry) -> None:
+    """1, 1.0 and true are other content: a skill holding one is not another's."""
+    snapshots = []
+    for number, value in enumerate((1, 1.0, True)):
+        payload = skills(terminal_id=f"body-{number}")
+        payload["skills"][0]["input_schema"]["properties"]["x"] = {"default": value}
+        prepared = registry.prepare(Kind.SKILLS, f"body-{number}", json.dumps(payload))
+        assert prepared.error is None
+        snapshots.append(prepared.snapshot)
+    defaults = [
+        s.skills[0].input_schema["properties"]["x"]["default"] for s in snapshots
+    ]
+    assert [type(d) for d in defaults] == [int, float, bool]

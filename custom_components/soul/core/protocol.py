@@ -18,6 +18,7 @@ from typing import Any
 from jsonschema import exceptions as jsonschema_exceptions, validators
 
 from . import safe_regex, untrusted
+from .shared import Shared, content_key
 
 # Limits on what one message may carry (docs/security.md lists them all).
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -183,7 +184,15 @@ def parse_skill(raw: Any) -> Skill:
         schema, validator = parse_input_schema(raw.get("input_schema"))
     except ProtocolError as err:
         raise ProtocolError(f"skill {name}: {err}") from None
-    return Skill(name, untrusted.clean(description, MAX_TEXT_LENGTH), schema, validator)
+    skill = Skill(
+        name, untrusted.clean(description, MAX_TEXT_LENGTH), schema, validator
+    )
+    key = content_key((skill.name, skill.description, skill.input_schema))
+    return skill if key is None else _shared_skills.keep(key, skill)
+
+
+# Bodies of one model announce the same skills: one ``Skill`` serves them all.
+_shared_skills: Shared[Skill] = Shared(256)
 
 
 def parse_input_schema(schema: Any) -> tuple[dict[str, Any], Any]:

@@ -29,6 +29,7 @@ from .protocol import (
     parse_online,
     parse_skills,
 )
+from .shared import Shared, content_key
 from .skill_profiles import Profile, profile
 from .topics import Kind, valid_terminal_id
 
@@ -154,7 +155,19 @@ def _parse_snapshot(
         compiled, _cached = cached_catalog(snapshot.intents)
     except IntentFilterError as err:
         raise ProtocolError(f"invalid intent_catalog: {err}") from None
-    return replace(snapshot, compiled=compiled)
+    intents = tuple(_shared_intent(intent) for intent in snapshot.intents)
+    return replace(snapshot, intents=intents, compiled=compiled)
+
+
+def _shared_intent(intent: dict[str, Any]) -> dict[str, Any]:
+    """Return the copy of ``intent`` every catalog holding the same one shares."""
+    key = content_key(intent)
+    return intent if key is None else _shared_intents.keep(key, intent)
+
+
+# Bodies of one model publish the same intents (a catalog may differ from
+# another by one): one copy of each.
+_shared_intents: Shared[dict[str, Any]] = Shared(1024)
 
 
 class TerminalRegistry:

@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 
-from custom_components.soul.core import safe_regex
+from custom_components.soul.core import safe_regex, shared as shared_module
 from custom_components.soul.core.intent_filter import (
     IntentFilterError,
     catalog as catalog_module,
     compile_catalog,
     entries as entries_module,
-    shared as shared_module,
 )
 from custom_components.soul.core.intent_filter.entries import (
     MAX_EXAMPLE_LENGTH,

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ..safe_regex import UntrustedPattern, check_untrusted
+from ..shared import Shared
 from ..trie_regex import BUCKETS, compile_trie, trie
 from .entries import (
     KEYWORD_RULES,
@@ -33,7 +34,6 @@ from .entries import (
     is_mapping,
 )
 from .lexicon import lexicon, surfaces_of
-from .shared import Shared
 
 MAX_INTENTS = 256
 # Distinct keyword forms of a whole catalog (folded forms and synonyms count).

@@ -20,9 +20,9 @@ from zhconv_rs import zhconv
 
 from ..language import to_simplified
 from ..safe_regex import UnsafeRegexError, UntrustedPattern, check_untrusted
+from ..shared import Shared, content_key
 from ..untrusted import is_text
 from .lexicon import ENTITY_TYPES
-from .shared import Shared, content_key
 
 MAX_LIST_ITEMS = 512
 MAX_KEYWORD_LENGTH = 64

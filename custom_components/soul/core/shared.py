@@ -1,4 +1,9 @@
-"""Compiled catalog parts shared by content (``catalog`` keeps its intents here)."""
+"""Parts shared by content: bodies of one kind publish the same catalogs and skills.
+
+The intent filter keeps its compiled catalog parts here; the registry and the
+protocol parser keep a snapshot's intents and skills, so a hundred bodies of
+one model hold one copy.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,11 @@ import weakref
 
 
 class Shared[V]:
-    """Compiled parts by content, shared by every catalog that holds them.
+    """Parts by content, shared by everything that holds them.
 
-    Bodies of one kind publish the same intents, slots and keywords: each is
-    checked and compiled once, and one copy serves every catalog (a catalog
-    costs its own memory only for what is its own). Only what passed every
+    Bodies of one kind publish the same intents, slots, keywords and skills:
+    each is checked and compiled once, and one copy serves every catalog or
+    snapshot (each costs its own memory only for what is its own). Only what passed every
     check is kept, so an error is always found again, with its own wording.
     Bounded: the oldest entries go first; or ``weak``: an entry lasts while
     a catalog holds it. A weak entry is a plain reference without a callback
