@@ -44,13 +44,23 @@ JSON_INSTRUCTION = (
     "the emotion you feel, one of " + ", ".join(EMOTIONS) + "}."
 )
 _HIGH = frozenset({"d8", "d9", "da", "db"})
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*(?:```)?\s*$", re.DOTALL)
+_FENCE = "```"
 
 
 def unfence(text: str) -> str:
-    """Return a model's answer without the Markdown code fence around it (if any)."""
-    fenced = _FENCE.match(text)
-    return fenced.group(1) if fenced else text.strip()
+    """Return a model's answer without the Markdown code fence around it (if any).
+
+    String steps, no regex: a pattern for "a fence, anything, maybe a fence"
+    backtracks over runs of white space (a reply of "```{" and spaces took
+    seconds).
+    """
+    inner = text.strip()
+    if not inner.startswith(_FENCE):
+        return inner
+    inner = inner.removeprefix(_FENCE).removeprefix("json")
+    if inner.endswith(_FENCE):
+        inner = inner[: -len(_FENCE)]
+    return inner.strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +105,12 @@ class ReplyField:
     as it is (the model answered plainly).
     """
 
-    _KEY = re.compile(r'"reply"\s*:\s*"')
+    # White space around the colon is bounded, so a key cut between two pieces
+    # is at most _KEY_SPAN characters long: only that much of what came before
+    # the key is kept and searched again (a long inner voice before the reply
+    # made streaming quadratic).
+    _KEY = re.compile(r'"reply"\s{0,64}:\s{0,64}"')
+    _KEY_SPAN = 7 + 64 + 1 + 64
 
     def __init__(self) -> None:
         """Start before the first piece."""
@@ -112,17 +127,17 @@ class ReplyField:
         self._buffer += piece
         if self._mode == "start":
             stripped = self._buffer.lstrip()
-            if not stripped:
+            if len(stripped) < len(_FENCE) and _FENCE.startswith(stripped):
+                self._buffer = stripped  # white space goes; a fence's start waits
                 return ""
-            if stripped.startswith("```"):
-                return ""  # a fenced answer: wait for the object inside it
-            if not stripped.startswith("{"):
+            if not stripped.startswith(("{", _FENCE)):  # fenced: the object inside
                 self._mode = "plain"
                 out, self._buffer = self._buffer, ""
                 return out
             self._mode = "seek"
         if self._mode == "seek":
             if (match := self._KEY.search(self._buffer)) is None:
+                self._buffer = self._buffer[-self._KEY_SPAN :]
                 return ""
             self._buffer = self._buffer[match.end() :]
             self._mode = "value"

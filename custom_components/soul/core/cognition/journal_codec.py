@@ -72,7 +72,7 @@ def _finite_timestamp(value: object, clock: Callable[[], float]) -> float:
     """Return ``value`` as a finite float, or the clock's time."""
     try:
         timestamp = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return clock()
     return timestamp if math.isfinite(timestamp) else clock()
 

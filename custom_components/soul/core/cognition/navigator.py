@@ -142,9 +142,11 @@ def parse_advice(content: str) -> Advice | None:
                 axis is not None
                 and isinstance(amount, int | float)
                 and not isinstance(amount, bool)
-                and math.isfinite(amount)
+                and not (isinstance(amount, float) and not math.isfinite(amount))
             ):
-                delta[axis] = max(-MAX_DELTA, min(MAX_DELTA, float(amount)))
+                # Clamped before it becomes a float: an integer of 400 digits
+                # compares fine, and would overflow a float.
+                delta[axis] = float(max(-MAX_DELTA, min(MAX_DELTA, amount)))
     evolution = value.get("evolution_request")
     skill = value.get("skill")
     return Advice(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+import math
 from typing import Any
 
 from .. import untrusted
@@ -119,9 +120,9 @@ class ProfileStore:
                 if isinstance(raw, dict) and isinstance(soul_id, str):
                     self.systems[soul_id] = SystemState(
                         version=str(raw.get("version", ""))[:32],
-                        boot_count=max(0, int(raw.get("boot_count", 0) or 0)),
-                        first_boot=float(raw.get("first_boot", 0.0) or 0.0),
-                        last_boot=float(raw.get("last_boot", 0.0) or 0.0),
+                        boot_count=_count(raw.get("boot_count", 0)),
+                        first_boot=_seconds(raw.get("first_boot", 0.0)),
+                        last_boot=_seconds(raw.get("last_boot", 0.0)),
                     )
 
     def dump(self) -> dict[str, Any]:
@@ -241,9 +242,22 @@ def _profile(raw: Mapping[str, Any]) -> UserProfile:
         key = _text(raw_key, "a preference's key", MAX_KEY)
         if key and (text := _text(value, f"preference {key!r}", MAX_VALUE)):
             preferences[key] = text
-    updated = raw.get("updated", 0.0)
-    return UserProfile(
-        name,
-        preferences,
-        float(updated) if isinstance(updated, int | float) else 0.0,
-    )
+    return UserProfile(name, preferences, _seconds(raw.get("updated", 0.0)))
+
+
+def _count(value: object) -> int:
+    """Return a stored count as a non-negative integer; 0 for anything else."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return 0
+    return min(max(0, value), 2**53)
+
+
+def _seconds(value: object) -> float:
+    """Return a stored time as finite seconds; 0.0 for anything else."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return 0.0
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer past what a float holds
+        return 0.0
+    return seconds if math.isfinite(seconds) else 0.0

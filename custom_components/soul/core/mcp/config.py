@@ -159,8 +159,12 @@ def _server(name: str, raw: Any, where: str) -> ServerConfig:
     if kind == "stdio":
         raise McpConfigError(f"{where}.type", "a stdio server needs a command")
     url = _text(raw["url"], f"{where}.url", 2048)
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is not 0-65535
+    except ValueError:  # a bad IPv6 address, a port, characters NFKC changes
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise McpConfigError(f"{where}.url", "must be an http:// or https:// URL")
     return ServerConfig(
         name=name,
