@@ -39,10 +39,24 @@ def normalize_locale(value: str) -> str | None:
     return _LOCALE_ALIASES.get(key.split("-", 1)[0])
 
 
+_SURROGATE = re.compile(r"([\ud800-\udfff])")
+
+
 @functools.lru_cache(maxsize=8192)
 def to_simplified(text: str) -> str:
-    """Convert Traditional Chinese to Simplified, keeping one character per character."""
-    converted = zhconv(text, "zh-Hans")
+    """Convert Traditional Chinese to Simplified, keeping one character per character.
+
+    A lone surrogate (which ``zhconv`` cannot take) stays as it is; the text
+    around it is converted.
+    """
+    try:
+        converted = zhconv(text, "zh-Hans")
+    except UnicodeEncodeError:
+        return "".join(
+            part if _SURROGATE.fullmatch(part) else to_simplified(part)
+            for part in _SURROGATE.split(text)
+            if part
+        )
     if len(converted) == len(text):
         return converted
     return "".join(zhconv(char, "zh-Hans") or char for char in text)

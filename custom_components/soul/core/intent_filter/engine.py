@@ -32,6 +32,7 @@ _CONTENT = re.compile(r"\w")
 REGEX_BUDGET = 0.012  # seconds all catalog patterns may run on one command
 FILTER_BUDGET = 0.015  # seconds for the whole command; later clauses are skipped
 MAX_SEGMENTS = 32  # clauses read of one command
+SCORED_BETWEEN_CHECKS = 16  # intents scored against a clause between time checks
 
 SYS_FALLBACK = "sys.fallback_reasoning"
 SYS_NO_ACTION = "sys.no_action"
@@ -209,13 +210,8 @@ def filter_intents(
                     unmatched[later] = ("not_read", [])
                 break
             # Only intents with a keyword hit, or rules beyond keywords, can match.
+            reading.own(keyword_owners)
             by_owner = reading.by_owner
-            for h in reading.hits:
-                for owner, rule in keyword_owners[h.keyword]:
-                    if (pairs := by_owner.get(owner)) is None:
-                        by_owner[owner] = [(h, rule)]
-                    else:
-                        pairs.append((h, rule))
             # In catalog order (an intent's index is its place in the catalog).
             if not rule_intents:
                 scored = sorted(by_owner)
@@ -223,11 +219,25 @@ def filter_intents(
                 scored = sorted(rule_intents)
             else:
                 scored = sorted(rule_intents.union(by_owner))
-            candidates = [
-                c
-                for index in scored
-                if (c := score_intent(ctx, catalog_intents[index], reading)) is not None
-            ]
+            candidates = []
+            for done, index in enumerate(scored):
+                if (
+                    done
+                    and not done % SCORED_BETWEEN_CHECKS
+                    and time.perf_counter()
+                    > deadline + (deferred_compile_seconds() - compiled_before)
+                ):
+                    # One long clause must not escape the budget either.
+                    ctx.note(
+                        f"the command took longer than {FILTER_BUDGET * 1000:g} ms "
+                        f"to filter; {len(scored) - done} intents were not scored "
+                        f"against clause {position + 1}"
+                    )
+                    break
+                if (
+                    c := score_intent(ctx, catalog_intents[index], reading)
+                ) is not None:
+                    candidates.append(c)
             if len(candidates) > 1:
                 candidates.sort(key=rank)
             chosen = 0

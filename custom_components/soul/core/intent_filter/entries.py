@@ -303,6 +303,14 @@ def _checked_slot(
     name = raw.get("name")
     if not isinstance(name, str) or not name or len(name) > MAX_ID_LENGTH:
         raise IntentFilterError(_where(intent_id, "every slot needs a string name"))
+    if not is_text(name, MAX_ID_LENGTH):
+        raise IntentFilterError(
+            _where(
+                intent_id,
+                f"slot name {name[:40]!r} holds a control character or a lone "
+                "surrogate",
+            )
+        )
     if name in seen:
         raise IntentFilterError(_where(intent_id, f"duplicate slot {name!r}"))
     seen.add(name)
@@ -346,6 +354,14 @@ def _checked_slot(
         raise IntentFilterError(
             f"{where}: value_map must be an object of at most {MAX_LIST_ITEMS} entries"
         )
+    for key in value_map:
+        # As keywords and examples: a key is folded like them, and zhconv
+        # cannot take a lone surrogate.
+        if (text := str(key)) and not is_text(text, len(text)):
+            raise IntentFilterError(
+                f"{where}: value_map key {text[:40]!r} holds a control character "
+                "or a lone surrogate"
+            )
     use_normalized = raw.get("use_normalized_entity", True)
     if not isinstance(use_normalized, bool):
         raise IntentFilterError(f"{where}: use_normalized_entity must be true or false")

@@ -9,6 +9,7 @@ its warnings and its durations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 import re
 from typing import Any
 
@@ -36,6 +37,10 @@ from .timepoints import TimePoint, find_time_points
 
 REGEX_TIMEOUT = 0.01  # seconds one catalog pattern may run on one clause
 MAX_WARNINGS = 16
+# Keyword hits read of one clause: a normal clause has a few; a clause of one
+# keyword repeated (or of every prefix of a long one) has thousands, which
+# would cost more than the command's time. Hits past these are not read.
+MAX_CLAUSE_HITS = 512
 _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
 _CONTENT = re.compile(r"[\w]", re.UNICODE)
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
@@ -49,6 +54,11 @@ class Hit:
     keyword: str
     start: int  # in the original command
     end: int
+
+
+# A keyword's hits in a clause, each with its place in ``Reading.hits``: one
+# list per keyword, shared by every intent that owns the keyword.
+type KeywordHits = list[tuple[int, Hit]]
 
 
 class Markers:
@@ -123,8 +133,30 @@ class Reading:
     types: set[str] = field(default_factory=set)
     borrowed: Reading | None = None  # a neighbouring time-only clause
     grams: frozenset[str] | None = None  # the folded clause's bigrams, when read
-    # intent index → its (hit, rule) pairs: each intent sees only its own hits
-    by_owner: dict[int, list[tuple[Hit, str]]] = field(default_factory=dict)
+    # intent index → its (keyword's hits, rule) pairs: each intent sees only
+    # its own keywords, and a keyword found many times is still one pair
+    by_owner: dict[int, list[tuple[KeywordHits, str]]] = field(default_factory=dict)
+
+    def own(self, keyword_owners: dict[str, tuple[tuple[int, str], ...]]) -> None:
+        """Give each intent its keywords' hits (``by_owner``).
+
+        The work is one step per hit and one per (keyword, owner) pair the
+        catalog holds, never hits × owners: 256 intents that share a keyword
+        found 2,000 times get one shared list each, not 512,000 pairs.
+        """
+        by_keyword: dict[str, KeywordHits] = {}
+        for place, hit in enumerate(self.hits):
+            if (same := by_keyword.get(hit.keyword)) is None:
+                by_keyword[hit.keyword] = [(place, hit)]
+            else:
+                same.append((place, hit))
+        by_owner = self.by_owner
+        for keyword, hits in by_keyword.items():
+            for owner, rule in keyword_owners[keyword]:
+                if (pairs := by_owner.get(owner)) is None:
+                    by_owner[owner] = [(hits, rule)]
+                else:
+                    pairs.append((hits, rule))
 
     @property
     def has_action(self) -> bool:
@@ -187,10 +219,26 @@ class Context:
         self.warnings.append(warning)
 
     def durations(self, text: str) -> list[Duration]:
-        """Return the durations in ``text``, adjacent ones joined (cached per text)."""
+        """Return the durations in ``text``, adjacent ones joined (cached per text).
+
+        A duration that ends past the calendar ("一亿天" from now) is no
+        duration, as a clock time that cannot be resolved is no clock time.
+        """
         if text not in self._durations:
-            self._durations[text] = _merge(find_durations(text))
+            found = _merge(find_durations(text))
+            if found:
+                found = [d for d in found if ends_in_time(self.request.now, d.seconds)]
+            self._durations[text] = found
         return self._durations[text]
+
+
+def ends_in_time(now: datetime, seconds: float) -> bool:
+    """Whether ``seconds`` from ``now`` is a moment ``datetime`` can hold."""
+    try:
+        now + timedelta(seconds=seconds)
+    except (OverflowError, ValueError):  # past year 9999, or not a number
+        return False
+    return True
 
 
 def _merge(durations: list[Duration]) -> list[Duration]:
@@ -215,6 +263,7 @@ def _merge(durations: list[Duration]) -> list[Duration]:
 
 
 def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
+    """Return the clause's keyword hits in clause order (``MAX_CLAUSE_HITS`` at most)."""
     pattern = catalog.keyword_pattern
     if pattern is None:
         return []
@@ -225,7 +274,10 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
     # then longest first), so that sorting them would change nothing.
     ordered = True
     last = (-1, 0)
+    full = False
     for variant in clause.variants:
+        if full:
+            break
         text = variant.text if variant is not original else variant.text.lower()
         origin = variant.origin
         for match in pattern.finditer(text):
@@ -251,6 +303,11 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
                         order = (start_o, -len(keyword))
                         ordered = last <= order
                         last = order
+                    if len(hits) >= MAX_CLAUSE_HITS:
+                        full = True
+                        break
+            if full:
+                break
     if ordered:
         return list(hits.values())
     return sorted(hits.values(), key=_hit_order)
@@ -303,6 +360,12 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
             continue
         if (value := parse_number(match.group())) is not None:
             numbers.append((value, start, end))
+    hits = _keyword_hits(ctx.catalog, clause)
+    if len(hits) >= MAX_CLAUSE_HITS:
+        ctx.note(
+            f"clause {seg.index + 1} holds {MAX_CLAUSE_HITS} catalog keywords or "
+            "more; those after were not read"
+        )
     types = {e.type for e in entities}
     if numbers:
         types.add("number")
@@ -321,7 +384,7 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
         durations=durations,
         time_points=time_points,
         numbers=numbers,
-        hits=_keyword_hits(ctx.catalog, clause),
+        hits=hits,
         markers=Markers(folded),
         types=types,
     )

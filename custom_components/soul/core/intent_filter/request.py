@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 import functools
 import itertools
 import re
@@ -34,6 +34,10 @@ DEFAULT_OPTIONS: dict[str, Any] = {
 }
 _OPTION_RANGES = {"max_intents": (1, 32), "max_intents_per_segment": (1, 8)}
 _MAPPINGS = (dict, Mapping)  # a dict first: the ABC check is slow
+# ``now`` must leave room for the filter's date arithmetic: clock times up to
+# three days on ("大后天晚上8点") and a day's wrap, in any time zone.
+_EARLIEST = datetime.min + timedelta(days=7)
+_LATEST = datetime.max - timedelta(days=7)
 _RUN_ID = uuid.uuid4().hex[:8]
 _request_numbers = itertools.count(1)
 
@@ -174,6 +178,12 @@ def parse_request(request: Any, default_timezone: str) -> Request:
             raise IntentFilterError(
                 f"now {now_raw!r} is not an ISO 8601 date and time"
             ) from None
+        if not _EARLIEST <= parsed.replace(tzinfo=None) <= _LATEST:
+            raise IntentFilterError(
+                f"now {now_raw!r} is too close to the ends of the calendar "
+                f"(from {_EARLIEST.date()} to {_LATEST.date()})"
+            )
+        # Within the range, a conversion (offsets under a day) cannot overflow.
         now = (
             parsed.replace(tzinfo=zone)
             if parsed.tzinfo is None

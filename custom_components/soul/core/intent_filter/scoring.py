@@ -6,15 +6,23 @@ hint) is combined by noisy-or; ``docs/intent-filter.md`` has the formula.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+import heapq
+import itertools
+from operator import itemgetter
 from typing import Any
 
 from .entries import Intent, bigrams
-from .reading import Context, Hit, Reading
+from .reading import Context, Hit, KeywordHits, Reading
 from .slots import fill_slots
 
 SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
 MAX_HITS_SCORED = 8  # keyword hits one intent scores in one clause
+# Keyword hits one intent reads in one clause to find those: hits that overlap
+# one already scored are passed over, and a keyword repeated many times
+# ("一一一…") would otherwise be read in full by every intent that has it.
+MAX_HITS_READ = 4 * MAX_HITS_SCORED
 
 
 @dataclass(slots=True)
@@ -63,19 +71,19 @@ def noisy_or(scores: list[float]) -> float:
 
 def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
     """Score ``intent`` against one clause; None when a rule excludes it."""
-    hits_any: list[Hit] = []
-    synonyms: list[Hit] = []  # other names of a keyword's built-in entity
+    hits_any: list[KeywordHits] = []
+    synonyms: list[KeywordHits] = []  # other names of a keyword's built-in entity
     found_all: set[str] = set()
     types = reading.types
-    for hit, rule in reading.by_owner.get(intent.index, ()):
+    for hits, rule in reading.by_owner.get(intent.index, ()):
         if rule == "negative_keywords":
             return None
         if rule == "keywords_all":
-            found_all.add(hit.keyword)
+            found_all.add(hits[0][1].keyword)
         elif rule == "keywords_any":
-            hits_any.append(hit)
+            hits_any.append(hits)
         else:
-            synonyms.append(hit)
+            synonyms.append(hits)
     if intent.keywords_all and len(found_all) < len(intent.keywords_all):
         return None
     if intent.entity_types_all and not types.issuperset(intent.entity_types_all):
@@ -106,36 +114,40 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     # the clause it covers; other, non-overlapping hits add a little.
     best_coverage = 0.0
     covered: list[tuple[int, int]] = []
-    ranked = _longest_first(hits_any)
-    if synonyms:
-        ranked += _longest_first(synonyms)
-    first_synonym = len(hits_any)
     content_length = reading.content_length
-    for position, hit in enumerate(ranked):
-        if len(covered) >= MAX_HITS_SCORED:
-            break  # more hits only add x0.5 each: a repeated word is not more sure
-        start, end = hit.start, hit.end
-        overlaps = False
-        for s, e in covered:
-            if s < end and start < e:
-                overlaps = True
-                break
-        if overlaps:
+    # Hits are read lazily, longest keyword first: the loop stops at
+    # MAX_HITS_SCORED covered or MAX_HITS_READ read, however often the
+    # keywords were found.
+    unread = MAX_HITS_READ
+    for synonym, lists in ((False, hits_any), (True, synonyms)):
+        if not lists or len(covered) >= MAX_HITS_SCORED or not unread:
             continue
-        keyword = hit.keyword
-        coverage = min(1.0, (len(keyword) - keyword.count(" ")) / content_length)
-        score = 0.6 + 0.35 * coverage
-        if position >= first_synonym:
-            score *= SYNONYM_WEIGHT
-            kind = "keyword_synonym"
-        else:
-            kind = "keyword_any"
-        if covered:
-            score *= 0.5
-        best_coverage = max(best_coverage, coverage)
-        covered.append((start, end))
-        evidence.append({"type": kind, "value": keyword, "score": round(score, 3)})
-        scores.append(score)
+        for hit in _longest_first(lists):
+            if len(covered) >= MAX_HITS_SCORED or not unread:
+                break  # more hits only add x0.5 each: a repeated word is not more sure
+            unread -= 1
+            start, end = hit.start, hit.end
+            overlaps = False
+            for s, e in covered:
+                if s < end and start < e:
+                    overlaps = True
+                    break
+            if overlaps:
+                continue
+            keyword = hit.keyword
+            coverage = min(1.0, (len(keyword) - keyword.count(" ")) / content_length)
+            score = 0.6 + 0.35 * coverage
+            if synonym:
+                score *= SYNONYM_WEIGHT
+                kind = "keyword_synonym"
+            else:
+                kind = "keyword_any"
+            if covered:
+                score *= 0.5
+            best_coverage = max(best_coverage, coverage)
+            covered.append((start, end))
+            evidence.append({"type": kind, "value": keyword, "score": round(score, 3)})
+            scores.append(score)
     for pattern in intent.regex_any:
         for variant in variants:
             if (match := ctx.regex(intent, pattern, variant.text)) is not None:
@@ -205,13 +217,33 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     )
 
 
-def _by_length(hit: Hit) -> int:
-    return -len(hit.keyword)
+_place = itemgetter(0)
+_hit = itemgetter(1)
 
 
-def _longest_first(hits: list[Hit]) -> list[Hit]:
-    """Return ``hits`` longest keyword first (a new list; stable, as ``sorted``)."""
-    return sorted(hits, key=_by_length) if len(hits) > 1 else hits[:]
+def _by_length(hits: KeywordHits) -> int:
+    return -len(hits[0][1].keyword)
+
+
+def _longest_first(lists: list[KeywordHits]) -> Iterator[Hit]:
+    """Yield the hits of ``lists`` (one per keyword) longest keyword first.
+
+    Hits of equal length come in their order in the clause: the order a
+    stable sort by length of all the hits in clause order gives, produced
+    lazily (one merge per length), so a caller that stops early reads only
+    what it needs of a keyword found thousands of times.
+    """
+    if len(lists) == 1:
+        return map(_hit, lists[0])
+    ordered = sorted(lists, key=_by_length)
+    parts: list[Iterable[Hit]] = []
+    for _, group in itertools.groupby(ordered, key=_by_length):
+        same = list(group)
+        if len(same) == 1:
+            parts.append(map(_hit, same[0]))
+        else:
+            parts.append(map(_hit, heapq.merge(*same, key=_place)))
+    return itertools.chain.from_iterable(parts)
 
 
 def _mere_mention(

@@ -132,13 +132,20 @@ def _resolve(
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     candidates = []
     for hours in _hour_of_day(hour, period):
-        if offset is not None:
-            candidates.append(
-                midnight + timedelta(days=offset, hours=hours, minutes=minute)
-            )
-        else:
-            moment = midnight + timedelta(hours=hours % 24, minutes=minute)
-            candidates.append(moment if moment > now else moment + timedelta(days=1))
+        try:
+            if offset is not None:
+                candidates.append(
+                    midnight + timedelta(days=offset, hours=hours, minutes=minute)
+                )
+            else:
+                moment = midnight + timedelta(hours=hours % 24, minutes=minute)
+                candidates.append(
+                    moment if moment > now else moment + timedelta(days=1)
+                )
+        except OverflowError:  # past the calendar's end: not a time to use
+            continue
+    if not candidates:
+        return None
     future = [c for c in candidates if c > now] or candidates
     return min(future)
 
