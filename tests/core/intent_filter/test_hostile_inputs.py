@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 import itertools
+import json
 import random
 from typing import Any
 
@@ -19,6 +20,7 @@ from custom_components.soul.core.intent_filter import (
     filter_intents,
     scoring,
 )
+from custom_components.soul.core.intent_filter.numbers import parse_number
 from custom_components.soul.core.intent_filter.reading import (
     MAX_CLAUSE_HITS,
     Context,
@@ -299,3 +301,21 @@ def test_normal_commands_read_every_hit() -> None:
         _, reading = _reading("一二" * n, REPEATED)
         assert len(reading.hits) == n
     assert list(itertools.islice(scoring._longest_first([]), 1)) == []
+
+
+@pytest.mark.parametrize("digits", ["9" * 400, "１" * 400, "9" * 400 + ".5"])
+def test_a_numeral_no_float_holds_is_no_number(digits: str) -> None:
+    """400 digits were ``inf``: a slot value no strict JSON can carry to a body."""
+    assert parse_number(digits) is None
+    catalog = [
+        {
+            "id": "bright",
+            "match": {"keywords_any": ["亮度"]},
+            "slots": [{"name": "brightness", "use_normalized_entity": True}],
+        }
+    ]
+    response = filter_intents(
+        {"command": f"亮度调到{digits}", "intent_catalog": catalog}
+    )
+    json.dumps(response, allow_nan=False)  # strict JSON, whatever was said
+    assert parse_number("50") == 50.0

@@ -8,6 +8,7 @@ used for hours); ``parse_korean_number`` reads either.
 
 from __future__ import annotations
 
+import math
 import re
 
 CN_DIGITS = {
@@ -178,8 +179,17 @@ def parse_english_number(text: str) -> float | None:
 
 
 def parse_number(text: str) -> float | None:
-    """Return the value of a numeral in any of the supported forms, or None."""
-    value = parse_chinese_number(text)
-    if value is None:
-        value = parse_korean_number(text)
-    return value if value is not None else parse_english_number(text)
+    """Return the value of a numeral in any of the supported forms, or None.
+
+    None too for a numeral no float holds (400 digits): it is no number to
+    hand a body (JSON has no infinity).
+    """
+    try:
+        value = parse_chinese_number(text)
+        if value is None:
+            value = parse_korean_number(text)
+        if value is None:
+            value = parse_english_number(text)
+    except OverflowError:  # an integer past what a float holds
+        return None
+    return value if value is not None and math.isfinite(value) else None
