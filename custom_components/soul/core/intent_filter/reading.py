@@ -282,10 +282,17 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
         origin = variant.origin
         for match in pattern.finditer(text):
             position = match.start()
-            for keyword in prefixes[match.group(1)]:
+            longest = match.group(1)
+            glued = position and text[position - 1].isalnum()
+            if glued and longest.isascii():
+                # Every keyword of the chain is a prefix of the longest, so
+                # ASCII too, and glued to the word before: none is a hit
+                # ("a"… "a"×64 against "a"×2000 read 128,000 of them).
+                continue
+            for keyword in prefixes[longest]:
                 end = position + len(keyword)
                 if keyword.isascii():
-                    if position and text[position - 1].isalnum():
+                    if glued:
                         continue
                     # [a-z]* matches at any position (maybe nothing).
                     tail_match = _LATIN_TAIL.match(text, end)
