@@ -95,14 +95,7 @@ class LightProfile:
         return LightState(
             on=on,
             color=color if isinstance(color, str) and color in self.colors else None,
-            brightness=(
-                float(level)
-                if self.brightness is not None
-                and isinstance(level, int | float)
-                and not isinstance(level, bool)
-                and math.isfinite(level)
-                else None
-            ),
+            brightness=_bound(level) if self.brightness is not None else None,
         )
 
 
@@ -129,10 +122,18 @@ def string_enum(schema: Any) -> tuple[str, ...] | None:
 
 
 def _bound(value: Any) -> float | None:
-    """Return a finite number of a schema, or None."""
+    """Return a number of a schema or of arguments as a finite float, or None.
+
+    JSON integers may be far beyond the float range (``1e400`` written out):
+    those are None too, never ``OverflowError``.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def brightness_range(schema: Any) -> Brightness | None:
@@ -160,7 +161,7 @@ def brightness_range(schema: Any) -> Brightness | None:
         low = math.floor(low) + 1 if integer else low + (high - low) / 255
     if integer:
         low, high = float(math.ceil(low)), float(math.floor(high))
-    if not low < high:
+    if not low < high or not math.isfinite(high - low):
         return None
     return Brightness(low, high, integer)
 
