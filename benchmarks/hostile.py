@@ -53,7 +53,7 @@ from benchmarks.hostile_json import poisoned_json
 from benchmarks.hostile_meter import BUDGET_MS, Meter, Section, Ticker
 from benchmarks.hostile_regex import regexes
 from benchmarks.hostile_star import star_frames
-from custom_components.soul.core import protocol, safe_regex
+from custom_components.soul.core import json_schema, safe_regex
 from custom_components.soul.core.intent_filter import clear_compile_cache
 
 # -- report ------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ def clear_caches() -> None:
     clear_compile_cache()
     safe_regex.check_untrusted.cache_clear()  # the checked (and compiled) patterns
     safe_regex.first_chars.cache_clear()
-    protocol._compile_schema.cache_clear()  # noqa: SLF001
+    json_schema._compile_schema.cache_clear()  # noqa: SLF001
     gc.collect()
 
 

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from benchmarks.hostile_meter import ORDINARY_ZH, Meter, Row, Section, cut, in_executor
-from custom_components.soul.core import protocol, untrusted
+from custom_components.soul.core import json_schema, protocol, untrusted
 from custom_components.soul.core.cognition.driver import ReplyField, parse_driver_reply
 from custom_components.soul.core.intent_filter import cached_catalog, filter_intents
 from custom_components.soul.core.registry import TerminalRegistry
@@ -103,13 +103,13 @@ async def fuzzed(meter: Meter) -> list[Section]:
                 lambda: in_executor(
                     _quietly(TerminalRegistry.prepare, Kind.SKILLS, "t1", blowup)
                 ),
-                protocol._compile_schema.cache_clear,  # noqa: SLF001
+                json_schema._compile_schema.cache_clear,  # noqa: SLF001
             ),
             await meter.stall(
                 lambda: in_executor(
                     _quietly(TerminalRegistry.prepare, Kind.SKILLS, "t1", benign)
                 ),
-                protocol._compile_schema.cache_clear,  # noqa: SLF001
+                json_schema._compile_schema.cache_clear,  # noqa: SLF001
             ),
             "benign: 400 plain string properties",
         )

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
          "--compile-repeats", "1", "--warmup", "0"],
         ["benchmarks.emotion", "--repeats", "2", "--warmup", "0"],
         ["benchmarks.bench_registry", "--terminals", "20", "--repeats", "1"],
-        ["benchmarks.hostile", "--quick", "--rounds", "1", "--classes", "1,2,8"],
+        ["benchmarks.hostile", "--quick", "--rounds", "1", "--classes", "1,2,8,9"],
     ],
     ids=lambda command: command[0].removeprefix("benchmarks."),
 )  # fmt: skip

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from custom_components.soul.core.json_schema import MAX_SCHEMA_DEPTH
 from custom_components.soul.core.protocol import (
     MAX_CATALOG_ENTRIES,
     MAX_PAYLOAD_BYTES,
-    MAX_SCHEMA_DEPTH,
     MAX_SKILLS,
     ProtocolError,
     decode_json,
