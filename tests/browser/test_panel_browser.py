@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 import re
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Locator, Page, expect
 import pytest
 
 from .conftest import BODY, SoulHA
@@ -212,15 +212,25 @@ async def _dashboard(soul_ha: SoulHA) -> None:
     )
 
 
+async def open_card(page: Page, soul_ha: SoulHA) -> Locator:
+    """Open the card's dashboard; return the card (a screenshot if it never came)."""
+    await page.goto(f"{soul_ha.url}/{CARD_DASHBOARD}/0")
+    card = page.locator("soul-emotion-card")
+    try:
+        await expect(card).to_have_count(1, timeout=60_000)
+    except AssertionError:
+        await page.screenshot(path=str(soul_ha.shots / "card-missing.png"))
+        raise
+    return card
+
+
 @pytest.mark.parametrize("dark", [False, True])
 async def test_the_card_renders_on_a_dashboard(
     soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]], dark: bool
 ) -> None:
     await _dashboard(soul_ha)
     page = await page_as("admin", dark=dark)
-    await page.goto(f"{soul_ha.url}/{CARD_DASHBOARD}/0")
-    card = page.locator("soul-emotion-card")
-    await expect(card).to_have_count(1, timeout=60_000)
+    card = await open_card(page, soul_ha)
     await expect(card.locator("h2")).to_have_text("Aria")
     await expect(card.locator("soul-emotion-form")).to_have_attribute(
         "aria-label", re.compile("Aria feels")
@@ -234,8 +244,7 @@ async def test_the_card_editor_picks_a_soul(
     soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
 ) -> None:
     page = await page_as("admin")
-    await page.goto(f"{soul_ha.url}/{CARD_DASHBOARD}/0")
-    await expect(page.locator("soul-emotion-card")).to_have_count(1, timeout=60_000)
+    await open_card(page, soul_ha)
     # The editor as the dashboard's card editor creates it.
     options = await page.evaluate(
         """async () => {
