@@ -13,7 +13,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchmarks.hostile_meter import ORDINARY_ZH, Meter, Row, Section, cut, in_executor
+from benchmarks.hostile_meter import (
+    ORDINARY_ZH,
+    Meter,
+    Row,
+    Section,
+    cut,
+    in_executor,
+    quietly,
+)
 from custom_components.soul.core import json_schema, protocol, untrusted
 from custom_components.soul.core.cognition.driver import ReplyField, parse_driver_reply
 from custom_components.soul.core.intent_filter import cached_catalog, filter_intents
@@ -39,25 +47,22 @@ def _enum_skills(values: list[Any]) -> bytes:
     return json.dumps({"skills": [{"name": "a", "input_schema": schema}]}).encode()
 
 
-def _benign_skills(size: int) -> bytes:
-    properties = {
-        f"p{i}": {"type": "string", "description": "a colour name " * 8}
-        for i in range(400)
-    }
-    raw = json.dumps(
-        {"skills": [{"name": "a", "input_schema": {"properties": properties}}]}
-    )
-    return raw[:size].encode() if len(raw) > size else raw.encode()
-
-
-def _quietly(call: Any, *args: Any) -> Any:
-    def run() -> object:
-        try:
-            return call(*args)
-        except Exception as err:  # noqa: BLE001 - a documented error is an answer too
-            return err
-
-    return run
+def _benign_skills() -> bytes:
+    """Return 52 ordinary skills of 12 described properties each (about 128 KiB)."""
+    skills = [
+        {
+            "name": f"skill_{n}",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    f"p{i}": {"type": "string", "description": f"colour {n} " * 16}
+                    for i in range(12)
+                },
+            },
+        }
+        for n in range(52)
+    ]
+    return json.dumps({"skills": skills}).encode()
 
 
 async def fuzzed(meter: Meter) -> list[Section]:
@@ -75,8 +80,8 @@ async def fuzzed(meter: Meter) -> list[Section]:
             "a code fence and 2,000 spaces (model reply)",
             f"{len(fence):,} chars",
             "loop",
-            meter.loop(_quietly(parse_driver_reply, fence, 4096)),
-            meter.loop(_quietly(parse_driver_reply, benign_reply, 4096)),
+            meter.loop(quietly(parse_driver_reply, fence, 4096)),
+            meter.loop(quietly(parse_driver_reply, benign_reply, 4096)),
             "benign: a JSON reply as long",
         )
     )
@@ -87,13 +92,13 @@ async def fuzzed(meter: Meter) -> list[Section]:
             "20,000-char inner voice streamed in 4-char pieces (all 5,000)",
             f"{len(voice):,} chars",
             "loop",
-            meter.loop(_quietly(_stream, voice)),
-            meter.loop(_quietly(_stream, plain)),
+            meter.loop(quietly(_stream, voice)),
+            meter.loop(quietly(_stream, plain)),
             "benign: a reply as long, streamed",
         )
     )
     blowup = _enum_skills(list(range(20000)))
-    benign = _benign_skills(len(blowup))
+    benign = _benign_skills()
     section.rows.append(
         Row(
             "skills: one 20,000-value enum referenced 1,600 times",
@@ -101,17 +106,17 @@ async def fuzzed(meter: Meter) -> list[Section]:
             "stall",
             await meter.stall(
                 lambda: in_executor(
-                    _quietly(TerminalRegistry.prepare, Kind.SKILLS, "t1", blowup)
+                    quietly(TerminalRegistry.prepare, Kind.SKILLS, "t1", blowup)
                 ),
                 json_schema._compile_schema.cache_clear,  # noqa: SLF001
             ),
             await meter.stall(
                 lambda: in_executor(
-                    _quietly(TerminalRegistry.prepare, Kind.SKILLS, "t1", benign)
+                    quietly(TerminalRegistry.prepare, Kind.SKILLS, "t1", benign)
                 ),
                 json_schema._compile_schema.cache_clear,  # noqa: SLF001
             ),
-            "benign: 400 plain string properties",
+            "benign: 52 ordinary skills, as many bytes",
         )
     )
     skill = protocol.parse_skill(
@@ -131,10 +136,10 @@ async def fuzzed(meter: Meter) -> list[Section]:
             "23 KB",
             "stall",
             await meter.stall(
-                lambda: in_executor(_quietly(skill.argument_errors, unique))
+                lambda: in_executor(quietly(skill.argument_errors, unique))
             ),
             await meter.stall(
-                lambda: in_executor(_quietly(skill.argument_errors, numbers))
+                lambda: in_executor(quietly(skill.argument_errors, numbers))
             ),
             "benign: 4,001 distinct numbers",
         )
@@ -148,14 +153,12 @@ async def fuzzed(meter: Meter) -> list[Section]:
             "2,000 chars",
             "loop",
             meter.loop(
-                _quietly(
+                quietly(
                     filter_intents, {"command": "一" * 2000, "intent_catalog": shared}
                 )
             ),
             meter.loop(
-                _quietly(
-                    filter_intents, {"command": ordinary, "intent_catalog": shared}
-                )
+                quietly(filter_intents, {"command": ordinary, "intent_catalog": shared})
             ),
             "benign: an ordinary 2,000-char command, same catalog",
         )
