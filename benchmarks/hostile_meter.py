@@ -173,8 +173,14 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        """Return whether the hostile input stays within the budget."""
-        return self.hostile <= BUDGET_MS
+        """Return whether the hostile input and its benign twin stay within the budget.
+
+        The budget is for every input: an ordinary one over it is a finding too
+        (52 ordinary skills once stalled the loop for 150 ms).
+        """
+        return self.hostile <= BUDGET_MS and (
+            self.benign is None or self.benign <= BUDGET_MS
+        )
 
 
 @dataclass(slots=True)
@@ -185,6 +191,11 @@ class Section:
     title: str
     path: str
     rows: list[Row] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Return whether every input of the class, hostile or benign, is within budget."""
+        return all(row.ok for row in self.rows)
 
     @property
     def worst(self) -> Row:
