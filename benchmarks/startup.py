@@ -21,7 +21,10 @@ index) straight to the broker, each with a ``soul_hint`` naming one of the
    ``--bodies`` more bodies come online; the difference over the bodies is
    the Python memory one body costs (registry, snapshots, compiled catalog,
    devices, entities, states), printed by where it was allocated. Goal: at
-   most 50 KB. (The baseline here is zero bodies: the snapshot before.)
+   most 50 KB. The baseline, in the same Home Assistant: as many devices with
+   the same entities, bare (``benchmarks.entity_floor``: the same platforms,
+   categories and disabled ones, a fixed state, nothing subscribed) — Home
+   Assistant's own cost of them; the difference is Soul's own share.
 
 Each goal prints PASS or FAIL; ``--check`` makes a FAIL exit 1; ``--profile``
 prints cProfile's view of the loop during part 1. Run with ``scripts/bench``
@@ -40,6 +43,7 @@ import time
 import tracemalloc
 from typing import Any
 
+from benchmarks.entity_floor import BareBodies, body_shapes
 from benchmarks.ha_harness import (
     QuietBodies,
     home_assistant,
@@ -49,6 +53,7 @@ from benchmarks.ha_harness import (
 )
 from benchmarks.loop_meter import LoopMeter
 from benchmarks.timing import verdict
+from custom_components.soul.const import DOMAIN
 from custom_components.soul.core.emotion.persona import MBTI_TYPES
 from devtools.broker import MqttBroker
 
@@ -172,6 +177,22 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             for stat in after.compare_to(before, "filename"):
                 by_place[_where(stat.traceback[0].filename)] += stat.size_diff
             result["memory"] = by_place
+
+            # The baseline: the same entities, bare, for as many devices.
+            shapes = body_shapes(hass, DOMAIN, body_ids(args.bodies, 1)[0])
+            bare = BareBodies(hass, shapes)
+            await bare.start()
+            tracemalloc.start()
+            gc.collect()
+            before = tracemalloc.take_snapshot()
+            await bare.add([f"floor-{i:04d}" for i in range(args.bodies)])
+            gc.collect()
+            after = tracemalloc.take_snapshot()
+            tracemalloc.stop()
+            result["floor_memory"] = sum(
+                stat.size_diff for stat in after.compare_to(before, "filename")
+            )
+            result["shapes"] = shapes
         await run_blocking_plain(first.clear)
         await run_blocking_plain(second.clear)
     finally:
@@ -245,14 +266,30 @@ def main() -> None:
     memory_ok = per_body <= args.body_kb
     print(
         f"  {'memory per online body (tracemalloc)':<40}: {per_body:8.1f} KB"
-        f"   ({args.bodies} more bodies: {total / 1024 / 1024:.2f} MiB;"
-        " baseline: 0, the snapshot before)"
+        f"   ({args.bodies} more bodies: {total / 1024 / 1024:.2f} MiB)"
     )
     for place, size in sorted(memory.items(), key=lambda kv: -kv[1])[:10]:
         print(f"      {size / args.bodies / 1024:7.1f} KB  {place}")
+    shapes = result["shapes"]
+    floor_kb = result["floor_memory"] / args.bodies / 1024
+    print(
+        f"  {'baseline: the same entities, bare':<40}: {floor_kb:8.1f} KB"
+        f"   (Home Assistant alone: {len(shapes)} entities a device,"
+        f" {sum(s.enabled for s in shapes)} enabled:"
+        f" {', '.join(sorted(s.domain for s in shapes))})"
+    )
+    print(
+        f"  {'Soul own, body minus baseline':<40}: {per_body - floor_kb:8.1f} KB"
+        "   (no goal)"
+    )
     print(
         f"  {'goal memory per body':<40}: {per_body:8.1f} KB <= {args.body_kb:g} KB:"
         f" {verdict(memory_ok)}"
+        + (
+            "   (Home Assistant's own cost of the same entities is over it)"
+            if floor_kb > args.body_kb
+            else ""
+        )
     )
     if args.profile:
         print(meter.profile_text(args.profile_lines, "tottime"))
