@@ -24,7 +24,7 @@ from homeassistant.components.sensor import SensorEntity
 from homeassistant.config_entries import ConfigEntry, ConfigFlow
 from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import device_registry as dr, entity_registry as er
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddEntitiesCallback
@@ -52,17 +52,16 @@ class Shape(NamedTuple):
     enabled: bool
 
 
-def body_shapes(hass: HomeAssistant, domain: str, device_key: str) -> list[Shape]:
-    """Return the shapes of the entities of ``domain``'s device ``device_key``."""
-    device = dr.async_get(hass).async_get_device(identifiers={(domain, device_key)})
-    if device is None:
-        raise LookupError(f"no device {device_key}")
-    return [
+def body_shapes(hass: HomeAssistant, platform: str, prefix: str) -> list[Shape]:
+    """Return the shapes of ``platform``'s entities whose unique id has ``prefix``."""
+    shapes = [
         Shape(entry.domain, entry.entity_category, entry.disabled_by is None)
-        for entry in er.async_entries_for_device(
-            er.async_get(hass), device.id, include_disabled_entities=True
-        )
+        for entry in er.async_get(hass).entities.values()
+        if entry.platform == platform and entry.unique_id.startswith(prefix)
     ]
+    if not shapes:
+        raise LookupError(f"no entity of {platform} with a unique id {prefix}…")
+    return shapes
 
 
 class _Bare:

@@ -179,7 +179,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             result["memory"] = by_place
 
             # The baseline: the same entities, bare, for as many devices.
-            shapes = body_shapes(hass, DOMAIN, body_ids(args.bodies, 1)[0])
+            # A body's entities: their unique ids begin with its id and "-".
+            shapes = body_shapes(hass, DOMAIN, body_ids(args.bodies, 1)[0] + "-")
             bare = BareBodies(hass, shapes)
             await bare.start()
             tracemalloc.start()
