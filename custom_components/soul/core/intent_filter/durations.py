@@ -97,6 +97,18 @@ _EN_WORD = re.compile(r"[A-Za-z0-9.]+(?:-[A-Za-z]+)?")
 # with "half" ("half an hour", "two and a half"); a lone Arabic number.
 _NUMBER_PARTS = frozenset({*EN_NUMBER_WORDS, "half"})
 _ARABIC_WORD = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+# What a match of each unit pattern can begin with: a text holding none of
+# them holds no unit of that kind, so its scan is skipped. ``_EN_UNIT`` ignores
+# case, and for ``re`` "ſ" (U+017F) is an "s" then.
+_CJK_UNIT_FIRSTS = frozenset(word[0] for word in _CJK_UNIT_SECONDS)
+# A CJK duration's amount is a numeral (digits too) or "半": a text holding
+# none of these holds no CJK duration.
+_CJK_AMOUNT_CHARS = frozenset(CN_NUMERAL_CHARS + "半")
+_EN_UNIT_FIRSTS = frozenset("smhdwSMHDW\u017f")
+# An English unit counts only when its lower case is one of ``EN_UNIT_SECONDS``
+# (maybe with an "s"), so the lowered text holds one of these: else ``_english``
+# finds nothing, and its case-blind scan is skipped.
+_EN_UNIT_STEMS = re.compile("sec|min|hour|hr|day|week")
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +327,13 @@ def _english(text: str) -> list[Duration]:
 
 def find_durations(text: str) -> list[Duration]:
     """Return every duration in ``text``, in order of appearance."""
-    found = [*_cjk(text), *_english(text)]
+    found = (
+        []
+        if _CJK_UNIT_FIRSTS.isdisjoint(text) or _CJK_AMOUNT_CHARS.isdisjoint(text)
+        else _cjk(text)
+    )
+    if not _EN_UNIT_FIRSTS.isdisjoint(text) and _EN_UNIT_STEMS.search(text.lower()):
+        found.extend(_english(text))
     if _KO_UNIT.search(text):
         found.extend(_korean(text))
     return sorted(found, key=_start) if len(found) > 1 else found

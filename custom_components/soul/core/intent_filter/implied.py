@@ -100,7 +100,14 @@ def _fits(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
 
 def claim_by_time(ctx: Context, reading: Reading) -> tuple[Candidate | None, list[str]]:
     """Return the intent the clause's time implies, or None and the rival intents."""
-    if not ctx.catalog.moment_intents or not timed_request(reading):
+    if (
+        not ctx.catalog.moment_intents
+        # no time of its own nor lent: no moment (``has_moment``), no request
+        or not (
+            reading.durations or reading.time_points or reading.borrowed is not None
+        )
+        or not timed_request(reading)
+    ):
         return None, []
     fitting = [
         candidate

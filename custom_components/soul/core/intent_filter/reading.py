@@ -42,6 +42,8 @@ MAX_WARNINGS = 16
 # would cost more than the command's time. Hits past these are not read.
 MAX_CLAUSE_HITS = 512
 _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
+# What a number token begins with: a clause holding none of them has no number.
+_NUMBER_CHARS = frozenset("0123456789零〇一二两兩三四五六七八九十百千万")
 _CONTENT = re.compile(r"[\w]", re.UNICODE)
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
 _LATIN_TAIL = re.compile(r"[a-z]*")
@@ -358,7 +360,9 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
         )
     numbers = []
     timed = durations or time_points
-    for match in _NUMBER_TOKEN.finditer(folded):
+    for match in (
+        () if _NUMBER_CHARS.isdisjoint(folded) else _NUMBER_TOKEN.finditer(folded)
+    ):
         start, end = match.start() + offset, match.end() + offset
         if timed and (
             any(d.start <= start < d.end for d in durations)

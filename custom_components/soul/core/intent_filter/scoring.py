@@ -23,6 +23,7 @@ MAX_HITS_SCORED = 8  # keyword hits one intent scores in one clause
 # one already scored are passed over, and a keyword repeated many times
 # ("一一一…") would otherwise be read in full by every intent that has it.
 MAX_HITS_READ = 4 * MAX_HITS_SCORED
+FEW_LISTS = 8  # keywords of one intent whose single hits are sorted at once
 
 
 @dataclass(slots=True)
@@ -225,6 +226,10 @@ def _by_length(hits: KeywordHits) -> int:
     return -len(hits[0][1].keyword)
 
 
+def _length_then_place(item: tuple[int, Hit]) -> tuple[int, int]:
+    return -len(item[1].keyword), item[0]
+
+
 def _longest_first(lists: list[KeywordHits]) -> Iterator[Hit]:
     """Yield the hits of ``lists`` (one per keyword) longest keyword first.
 
@@ -235,6 +240,10 @@ def _longest_first(lists: list[KeywordHits]) -> Iterator[Hit]:
     """
     if len(lists) == 1:
         return map(_hit, lists[0])
+    if len(lists) <= FEW_LISTS and all(len(hits) == 1 for hits in lists):
+        # Most keywords are found once: sort the few hits themselves (stable,
+        # and places are unique but for a keyword listed twice).
+        return map(_hit, sorted([hits[0] for hits in lists], key=_length_then_place))
     ordered = sorted(lists, key=_by_length)
     parts: list[Iterable[Hit]] = []
     for _, group in itertools.groupby(ordered, key=_by_length):

@@ -85,6 +85,7 @@ _ENGLISH = re.compile(
 _ENGLISH_CORE = re.compile(
     r"[0-9](?::[0-5][0-9])?\s*(?:a\.m\.|p\.m\.|am|pm|o'clock)", re.IGNORECASE
 )
+_ASCII_DIGITS = frozenset("0123456789")  # every English time holds one
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +205,7 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
                 continue
             at = _resolve(now, match["day"], match["period"], int(hour), int(minutes))
             add(at, *match.span())
-    if _ENGLISH_CORE.search(text):
+    if not _ASCII_DIGITS.isdisjoint(text) and _ENGLISH_CORE.search(text):
         for match in _ENGLISH.finditer(text):
             period = match["period"]
             period = None if period.lower() == "o'clock" else period

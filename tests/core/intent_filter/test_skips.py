@@ -1,0 +1,194 @@
+"""Scans a clause cannot need are skipped, and only those.
+
+Each skip reads a set of characters (or a few letters) a match cannot do
+without: a text holding none of them is not scanned. The tests show the scan
+is skipped, and that the skip never changes what is found.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from custom_components.soul.core.intent_filter import (
+    durations,
+    implied,
+    reading as reading_module,
+    scoring,
+    timepoints,
+)
+from custom_components.soul.core.intent_filter.catalog import compile_catalog
+from custom_components.soul.core.intent_filter.reading import (
+    Context,
+    Hit,
+    KeywordHits,
+    read_clause,
+)
+from custom_components.soul.core.intent_filter.request import parse_request
+from custom_components.soul.core.intent_filter.segmenter import segment
+
+from ..text_corpus import corpus
+
+ALARM: list[dict[str, Any]] = [
+    {
+        "id": "alarm",
+        "match": {"keywords_any": ["闹钟"]},
+        "slots": [{"name": "trigger_at", "from_time_key": "trigger_at"}],
+    }
+]
+# Characters ``re`` folds oddly when it ignores case: long s, dotless and
+# dotted i, the Kelvin sign; full-width digits; kana and Hangul.
+_ODD = "ſıİKＭ０１９ｓあ분시 .:：半个"
+
+
+def _texts() -> list[str]:
+    rng = random.Random(11)  # noqa: S311 - test data
+    words = [
+        "10分钟", "半小时", "一个半小时后", "3秒", "两天", "5分後", "あと5分", "十分",
+        "in 10 minutes", "2 Hours", "half an hour", "SECS", "mins", "ſeconds", "mİn",
+        "3 pm", "8:30", "明天早上8点", "十点半", "30분 후", "한 시간", "开灯", "叫我",
+        "day", "week", "hr", "天", "周", "星期",
+    ]  # fmt: skip
+    mixes = [
+        "".join(rng.choice([*words, *_ODD]) for _ in range(rng.randint(1, 6)))
+        for _ in range(3000)
+    ]
+    return corpus() + words + mixes
+
+
+def _all_durations(text: str) -> list[durations.Duration]:
+    """What ``find_durations`` found before it skipped any scan."""
+    found = [*durations._cjk(text), *durations._english(text)]
+    if durations._KO_UNIT.search(text):
+        found.extend(durations._korean(text))
+    return sorted(found, key=lambda d: d.start) if len(found) > 1 else found
+
+
+def test_duration_scans_are_skipped_when_no_unit_can_be_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scanned: list[str] = []
+    cjk, english = durations._cjk, durations._english
+
+    def spy(name: str, scan: Any) -> Any:
+        def run(text: str) -> Any:
+            scanned.append(name)
+            return scan(text)
+
+        return run
+
+    monkeypatch.setattr(durations, "_cjk", spy("cjk", cjk))
+    monkeypatch.setattr(durations, "_english", spy("english", english))
+    for text in ("开灯", "天空", "吓我一跳", "turn on the light", "what do you think"):
+        assert durations.find_durations(text) == []
+    assert scanned == []
+    assert durations.find_durations("10分钟后提醒我")
+    assert durations.find_durations("remind me in 10 minutes")
+    assert scanned == ["cjk", "english"]
+
+
+def test_duration_skips_never_change_what_is_found() -> None:
+    skipped = 0
+    for text in _texts():
+        assert durations.find_durations(text) == _all_durations(text), text
+        skipped += durations._CJK_AMOUNT_CHARS.isdisjoint(text) or not (
+            durations._EN_UNIT_STEMS.search(text.lower())
+        )
+    assert skipped > 1000  # the skips were tried on many texts
+
+
+def test_english_unit_letters_are_every_letter_re_reads_as_one() -> None:
+    first = re.compile(r"[smhdw]", re.IGNORECASE)
+    folded = {chr(c) for c in range(0x110000) if first.fullmatch(chr(c))}
+    assert folded <= durations._EN_UNIT_FIRSTS
+    # A unit counts only when its lower case is a unit word: it holds a stem.
+    for word in durations.EN_UNIT_SECONDS:
+        assert durations._EN_UNIT_STEMS.search(word), word
+
+
+def test_numbers_are_not_scanned_in_a_clause_without_a_numeral(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Refuse:
+        def finditer(self, text: str) -> Any:
+            raise AssertionError(text)
+
+    monkeypatch.setattr(reading_module, "_NUMBER_TOKEN", Refuse())
+    request = parse_request(
+        {"command": "帮我开灯", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"},
+        "UTC",
+    )
+    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    assert read_clause(ctx, segment("帮我开灯")[0]).numbers == []
+
+
+def test_number_characters_are_what_a_number_begins_with() -> None:
+    begins = {
+        chr(c) for c in range(0x110000) if reading_module._NUMBER_TOKEN.match(chr(c))
+    }
+    assert begins <= reading_module._NUMBER_CHARS
+
+
+def test_english_clock_times_are_looked_for_only_beside_a_digit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Refuse:
+        def search(self, text: str) -> Any:
+            raise AssertionError(text)
+
+    now = parse_request(
+        {"command": "x", "intent_catalog": [], "now": "2026-02-22T17:40:00"}, "UTC"
+    ).now
+    found = timepoints.find_time_points("at 3 pm", now)
+    monkeypatch.setattr(timepoints, "_ENGLISH_CORE", Refuse())
+    assert timepoints.find_time_points("at three pm, 明天早上八点", now)
+    assert found
+    digits = re.compile(r"[0-9]", re.IGNORECASE)
+    assert {chr(c) for c in range(0x110000) if digits.fullmatch(chr(c))} == set(
+        timepoints._ASCII_DIGITS
+    )
+
+
+def test_a_clause_without_a_time_asks_for_no_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(_reading: Any) -> bool:
+        raise AssertionError
+
+    request = parse_request(
+        {"command": "提醒我", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"},
+        "UTC",
+    )
+    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    clause = read_clause(ctx, segment("提醒我")[0])
+    monkeypatch.setattr(implied, "timed_request", refuse)
+    assert implied.claim_by_time(ctx, clause) == (None, [])
+
+
+def test_single_hits_are_sorted_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One hit per keyword (most clauses): no lazy merge, the same order."""
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError
+
+    rng = random.Random(5)  # noqa: S311 - test data
+    cases = []
+    for _ in range(500):
+        keywords = rng.sample(["a", "b", "ab", "ba", "abc", "cd", "xxxxx"], 5)
+        places = rng.sample(range(40), rng.randint(2, scoring.FEW_LISTS - 1))
+        owned: list[KeywordHits] = [
+            [(place, Hit(rng.choice(keywords), place, place + 1))] for place in places
+        ]
+        if rng.random() < 0.3:  # a keyword an intent lists twice
+            owned.append(owned[rng.randrange(len(owned))])
+        expected = sorted(
+            sorted((item for hits in owned for item in hits), key=lambda i: i[0]),
+            key=lambda i: -len(i[1].keyword),
+        )
+        cases.append((owned, [id(hit) for _, hit in expected]))
+    monkeypatch.setattr(scoring.itertools, "groupby", refuse)
+    for owned, expected in cases:
+        assert [id(hit) for hit in scoring._longest_first(owned)] == expected
