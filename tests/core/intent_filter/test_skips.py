@@ -18,6 +18,8 @@ from custom_components.soul.core.intent_filter import (
     implied,
     reading as reading_module,
     scoring,
+    segmenter,
+    text as text_module,
     timepoints,
 )
 from custom_components.soul.core.intent_filter.catalog import compile_catalog
@@ -192,3 +194,58 @@ def test_single_hits_are_sorted_at_once(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(scoring.itertools, "groupby", refuse)
     for owned, expected in cases:
         assert [id(hit) for hit in scoring._longest_first(owned)] == expected
+
+
+def test_a_command_without_a_boundary_character_is_not_searched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Refuse:
+        def search(self, text: str) -> Any:
+            raise AssertionError(text)
+
+    boundary = segmenter._BOUNDARY
+    may_split = 0
+    for text in _texts():
+        if segmenter._MAY_SPLIT.search(text) is None:
+            assert boundary.search(text) is None, text
+        else:
+            may_split += 1
+    assert may_split > 1000
+    monkeypatch.setattr(segmenter, "_BOUNDARY", Refuse())
+    assert [s.text for s in segmenter.segment("帮我把灯打开")] == ["帮我把灯打开"]
+    assert segmenter.segment("开灯吧") == [segmenter.Segment(0, "开灯吧", 0, 3)]
+
+
+def test_plain_clauses_are_neither_lowered_by_hand_nor_compacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expected = {
+        t: text_module.make_clause(t, 0, len(t))
+        for t in ("开灯", "Turn ON", "İstanbul")
+    }
+
+    def refuse(*_args: Any) -> Any:
+        raise AssertionError
+
+    monkeypatch.setattr(text_module, "_compact_infix", refuse)
+    assert text_module.make_clause("开灯", 0, 2) == expected["开灯"]
+    assert text_module.make_clause("Turn ON", 0, 7) == expected["Turn ON"]
+    monkeypatch.setattr(text_module, "_lower", refuse)
+    assert text_module.make_clause("开灯", 0, 2) == expected["开灯"]
+    with pytest.raises(AssertionError):  # a lower case longer than the text
+        text_module.make_clause("İstanbul", 0, 8)
+
+
+def test_one_duration_is_not_merged(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(_found: Any) -> Any:
+        raise AssertionError
+
+    request = parse_request(
+        {"command": "x", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"}, "UTC"
+    )
+    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    merged = ctx.durations("1小时30分钟后")
+    monkeypatch.setattr(reading_module, "_merge", refuse)
+    assert [(d.seconds, d.relative) for d in ctx.durations("10分钟后")] == [(600, True)]
+    assert ctx.durations("开灯") == []
+    assert [d.seconds for d in merged] == [5400]

@@ -227,7 +227,9 @@ class Context:
         duration, as a clock time that cannot be resolved is no clock time.
         """
         if text not in self._durations:
-            found = _merge(find_durations(text))
+            found = find_durations(text)
+            if len(found) > 1:  # one duration or none: nothing to join
+                found = _merge(found)
             if found:
                 found = [d for d in found if ends_in_time(self.request.now, d.seconds)]
             self._durations[text] = found

@@ -240,9 +240,10 @@ def _longest_first(lists: list[KeywordHits]) -> Iterator[Hit]:
     """
     if len(lists) == 1:
         return map(_hit, lists[0])
-    if len(lists) <= FEW_LISTS and all(len(hits) == 1 for hits in lists):
-        # Most keywords are found once: sort the few hits themselves (stable,
-        # and places are unique but for a keyword listed twice).
+    if len(lists) <= FEW_LISTS and sum(map(len, lists)) == len(lists):
+        # Most keywords are found once (no list is empty): sort the few hits
+        # themselves (stable, and places are unique but for a keyword listed
+        # twice).
         return map(_hit, sorted([hits[0] for hits in lists], key=_length_then_place))
     ordered = sorted(lists, key=_by_length)
     parts: list[Iterable[Hit]] = []

@@ -61,6 +61,16 @@ _BOUNDARY = re.compile(
     + r")\s+",
     re.IGNORECASE,
 )
+# What a boundary begins with: punctuation, a conjunction's first character,
+# "か" (てから), "고" or white space (English conjunctions, "켜고 "). A
+# command holding none of them is one clause without a search of ``_BOUNDARY``.
+_MAY_SPLIT = re.compile(
+    "["
+    + re.escape(
+        "".join(sorted({*"，。!！?？；;、\n.,か고", *(w[0] for w in _SPLIT_ZH)}))
+    )
+    + r"\s]"
+)
 _LEADING_RE = re.compile(
     r"^(?:(?:"
     + "|".join(map(re.escape, sorted(_LEADING, key=len, reverse=True)))
@@ -84,7 +94,8 @@ class Segment(NamedTuple):
 
 def segment(command: str) -> list[Segment]:
     """Return the clauses of ``command`` in order (one when nothing separates them)."""
-    if _BOUNDARY.search(command) is None:  # one clause: the command, stripped
+    if _MAY_SPLIT.search(command) is None or _BOUNDARY.search(command) is None:
+        # one clause: the command, stripped
         text = command.strip()
         if not text:
             return []

@@ -136,7 +136,9 @@ def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Cl
     """
     text = command[start:end]
     original = Variant(text, range(start, end))
-    lowered = _lower(text)
+    lowered = text.lower()  # ``_lower``, inline for the common case
+    if len(lowered) != len(text):
+        lowered = _lower(text)
     folded_text = lowered if locale == "ja-JP" else to_simplified(lowered)
     if folded_text == text:
         folded = original
@@ -148,7 +150,8 @@ def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Cl
     compact = folded
     if _REDUPLICATION.search(folded_text) is not None:
         compact = _rewrite(folded, _REDUPLICATION)
-    compact = _compact_infix(compact)
+    if not _INFIX_MARKS.isdisjoint(compact.text):  # as ``_compact_infix`` checks
+        compact = _compact_infix(compact)
     if compact is not folded and all(compact.text != v.text for v in variants):
         variants = (*variants, compact)
     return Clause(original, folded, compact, variants)
