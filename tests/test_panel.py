@@ -84,6 +84,23 @@ async def test_the_served_files_are_the_sources(
             assert name.startswith("./") and (FRONTEND / name[2:]).exists(), name
 
 
+def test_the_card_module_waits_for_home_assistants_registry() -> None:
+    """soul-card.js: no static import, its parts exist, defined after the app.
+
+    Home Assistant's app swaps ``window.customElements`` for a polyfill as it
+    starts; an element defined earlier is never seen by Lovelace (the browser
+    test ``test_the_card_comes_on_a_slow_first_load`` shows it end to end).
+    """
+    text = (FRONTEND / "soul-card.js").read_text()
+    assert not re.search(r"^\s*import\s*[\"{*\w]", text, re.MULTILINE)
+    parts = re.search(r"const PARTS = \[([^\]]*)\]", text)
+    assert parts is not None
+    names = re.findall(r'"\./([^"]+)"', parts.group(1))
+    assert names == ["soul-common.js", "emotion-form.js"]
+    assert all((FRONTEND / name).exists() for name in names)
+    assert 'customElements.whenDefined("home-assistant").then(define)' in text
+
+
 def test_the_version_follows_the_contents(tmp_path: Path) -> None:
     (tmp_path / "a.js").write_text("one")
     before = panel.frontend_version(tmp_path)

@@ -4,14 +4,78 @@
 // panel.py): no second HACS repository. The card shows one soul's emotion
 // form, mood and willingness to act, live; without ``soul_id`` the first
 // soul the user sees. Options: soul_id, name (a title), show_gauge.
-
-import "./emotion-form.js";
-import { BASE_CSS, esc, gaugeHtml, num, t, watchSouls } from "./soul-common.js";
+//
+// When the elements are defined matters. Home Assistant's app, as it starts,
+// replaces ``window.customElements`` with a scoped-registry polyfill: an
+// element defined before that is in the browser's registry, which Lovelace
+// never asks, so the card stays "Configuration error" until a reload (this
+// module, loaded beside the app, can run first: a busy machine, a slow app).
+// So the elements are defined once Home Assistant's own root element is, in
+// the registry of that moment. Until then Lovelace shows its error card
+// hidden and rebuilds the card when it is defined.
+//
+// The card's parts (soul-common.js, emotion-form.js, shared with the panel)
+// come through ``import()``, after that: a part that stalls or fails is asked
+// for again under a fresh URL (a failed module stays failed at its URL) while
+// the card shows an empty, busy frame.
 
 const CARD = "soul-emotion-card";
 const EDITOR = "soul-emotion-card-editor";
+const PARTS = ["./soul-common.js", "./emotion-form.js"];
+// A try that has not finished after STALL_MS × 2^n gets a fresh one beside it.
+const STALL_MS = 4000;
+const RETRY_MS = 1000;
+const TRIES = 6;
 
-const STYLE = `${BASE_CSS}
+let partsPromise = null;
+let common = null; // soul-common.js's exports, once loaded
+
+/** The URL of ``part`` for try ``n`` (the first one is the panel's URL). */
+function partUrl(part, n) {
+  const url = new URL(part, import.meta.url);
+  if (n) url.searchParams.set("try", String(n));
+  return url.href;
+}
+
+/** Resolve with soul-common.js's exports once every part has loaded. */
+function loadParts() {
+  partsPromise ??= new Promise((resolve, reject) => {
+    let started = 0;
+    let failed = 0;
+    let settled = false;
+    const start = () => {
+      if (settled || started >= TRIES) return;
+      const n = started++;
+      let followed = false;
+      const follow = (delay) => {
+        if (followed) return;
+        followed = true;
+        setTimeout(start, delay);
+      };
+      Promise.all(PARTS.map((part) => import(partUrl(part, n)))).then(
+        ([exports]) => {
+          if (settled) return;
+          settled = true;
+          common = exports;
+          resolve(exports);
+        },
+        (err) => {
+          failed += 1;
+          if (!settled && failed >= TRIES) {
+            settled = true;
+            reject(err);
+          }
+          follow(RETRY_MS);
+        },
+      );
+      setTimeout(() => follow(0), STALL_MS * 2 ** n);
+    };
+    start();
+  });
+  return partsPromise;
+}
+
+const STYLE = () => `${common.BASE_CSS}
   :host { display: block; }
   .wrap { display: flex; gap: 16px; align-items: center; padding: 16px; }
   .wrap.narrow { flex-direction: column; text-align: center; }
@@ -19,9 +83,15 @@ const STYLE = `${BASE_CSS}
   h2 { margin: 0; font-size: 1.25em; font-weight: 500; }
   .mood { font-size: 1.4em; text-transform: capitalize; }
   .row { display: flex; justify-content: space-between; gap: 8px; margin-bottom: 4px; flex-wrap: wrap; font-size: 0.9em; }
+  .empty { padding: 16px; color: var(--secondary-text-color); }
+`;
+// The frame, drawn before the parts are there too.
+const FRAME_CSS = `
+  :host { display: block; }
   .fallback { background: var(--ha-card-background, var(--card-background-color, #fff)); border-radius: var(--ha-card-border-radius, 12px);
     border: var(--ha-card-border-width, 1px) solid var(--ha-card-border-color, var(--divider-color, #e0e0e0)); display: block; }
-  .empty { padding: 16px; color: var(--secondary-text-color); }
+  .content[aria-busy="true"] { min-height: 120px; }
+  .failed { padding: 16px; color: var(--error-color, #db4437); }
 `;
 
 class SoulEmotionCard extends HTMLElement {
@@ -32,6 +102,7 @@ class SoulEmotionCard extends HTMLElement {
     this._soul = null;
     this._souls = [];
     this._stop = null;
+    this._failed = null;
   }
 
   static getConfigElement() {
@@ -55,6 +126,19 @@ class SoulEmotionCard extends HTMLElement {
   }
 
   connectedCallback() {
+    if (!common) {
+      loadParts().then(
+        () => {
+          if (this.isConnected && this._hass && !this._stop) this._watch();
+          this._render();
+        },
+        (err) => {
+          this._failed = err;
+          this._render();
+          console.error("soul-emotion-card: its parts did not load", err);
+        },
+      );
+    }
     if (this._hass && !this._stop) this._watch();
     this._render();
   }
@@ -73,23 +157,40 @@ class SoulEmotionCard extends HTMLElement {
   }
 
   _watch() {
-    this._stop = watchSouls(this._hass, (souls, error) => {
+    if (!common) return; // loadParts() watches once the parts are there
+    this._stop = common.watchSouls(this._hass, (souls, error) => {
       this._souls = souls;
       this._error = error;
       this._render();
     });
   }
 
-  _render() {
+  /** The card's frame; ``ready``: with the parts' style. */
+  _frame(ready) {
     const root = this.shadowRoot;
+    const state = ready ? "ready" : "frame";
+    if (root.firstElementChild?.dataset.state !== state) {
+      const Card = customElements.get("ha-card") ? "ha-card" : "div";
+      const style = ready ? `${FRAME_CSS}${STYLE()}` : FRAME_CSS;
+      root.innerHTML = `<style data-state="${state}">${style}</style><${Card} class="${Card === "div" ? "fallback" : ""}"><div class="content"></div></${Card}>`;
+    }
+    return root.querySelector(".content");
+  }
+
+  _render() {
+    if (!common) {
+      const content = this._frame(false);
+      if (this._failed) {
+        content.removeAttribute("aria-busy");
+        content.innerHTML = `<div class="failed" role="alert">Soul: the card did not load. Reload the page.</div>`;
+      } else content.setAttribute("aria-busy", "true");
+      return;
+    }
+    const { esc, gaugeHtml, num, t } = common;
+    const content = this._frame(true);
     const hass = this._hass;
     const wanted = this._config.soul_id;
     const soul = this._souls.find((s) => s.soul_id === wanted) || (!wanted ? this._souls[0] : null);
-    if (!root.querySelector("style")) {
-      const Card = customElements.get("ha-card") ? "ha-card" : "div";
-      root.innerHTML = `<style>${STYLE}</style><${Card} class="${Card === "div" ? "fallback" : ""}"><div class="content"></div></${Card}>`;
-    }
-    const content = root.querySelector(".content");
     if (!hass) return;
     if (!soul) {
       const text = this._error ? this._error.message || t(hass, "not_ready") : this._souls.length || wanted ? t(hass, "no_souls") : t(hass, "loading");
@@ -132,12 +233,16 @@ class SoulEmotionCardEditor extends HTMLElement {
   set hass(hass) {
     const first = !this._hass;
     this._hass = hass;
-    if (first) {
-      this._stop = watchSouls(hass, (souls) => {
-        this._souls = souls;
-        this._render();
-      });
-    }
+    if (first) loadParts().then(() => this._watch(), () => {});
+  }
+
+  _watch() {
+    if (this._stop || !this._hass) return;
+    this._stop = common.watchSouls(this._hass, (souls) => {
+      this._souls = souls;
+      this._render();
+    });
+    this._render();
   }
 
   disconnectedCallback() {
@@ -153,7 +258,8 @@ class SoulEmotionCardEditor extends HTMLElement {
 
   _render() {
     const hass = this._hass;
-    if (!hass) return;
+    if (!hass || !common) return;
+    const { BASE_CSS, esc, t } = common;
     const c = this._config;
     const focused = this.shadowRoot.activeElement?.id;
     this.shadowRoot.innerHTML = `<style>${BASE_CSS}
@@ -176,8 +282,14 @@ class SoulEmotionCardEditor extends HTMLElement {
   }
 }
 
-if (!customElements.get(CARD)) customElements.define(CARD, SoulEmotionCard);
-if (!customElements.get(EDITOR)) customElements.define(EDITOR, SoulEmotionCardEditor);
+// ``customElements`` is looked up at each call: the registry of that moment.
+function define() {
+  if (!customElements.get(CARD)) customElements.define(CARD, SoulEmotionCard);
+  if (!customElements.get(EDITOR)) customElements.define(EDITOR, SoulEmotionCardEditor);
+}
+
+if (customElements.get("home-assistant")) define();
+else customElements.whenDefined("home-assistant").then(define);
 
 window.customCards = window.customCards || [];
 if (!window.customCards.some((card) => card.type === CARD)) {
