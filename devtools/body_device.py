@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 import contextlib
 import copy
+import functools
+import json
 import logging
 import random
 import threading
@@ -265,6 +267,19 @@ def _explain(error: ValidationError) -> str:
     return f"invalid {where}: {error.message}"
 
 
+@functools.lru_cache(maxsize=128)
+def _validator(schema_text: str) -> Any:
+    """Return a validator for a schema (as JSON text), checked once; raise SchemaError.
+
+    Checking a schema against its meta-schema takes milliseconds: a body checks
+    each of its skills' schemas once, not at every call.
+    """
+    schema = json.loads(schema_text)
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
 def validate_arguments(schema: Any, arguments: Any) -> str | None:
     """Check ``arguments`` against a skill's input schema; return the error or None.
 
@@ -275,12 +290,11 @@ def validate_arguments(schema: Any, arguments: Any) -> str | None:
     """
     if not isinstance(schema, dict):
         return "invalid input_schema: not a JSON object"
-    cls = validators.validator_for(schema, default=Draft202012Validator)
     try:
-        cls.check_schema(schema)
+        validator = _validator(json.dumps(schema, sort_keys=True))
     except SchemaError as err:
         return f"invalid input_schema: {err.message}"
-    errors = list(cls(schema).iter_errors(arguments))
+    errors = list(validator.iter_errors(arguments))
     if not errors:
         return None
     return _explain(
