@@ -249,3 +249,58 @@ def test_one_duration_is_not_merged(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [(d.seconds, d.relative) for d in ctx.durations("10分钟后")] == [(600, True)]
     assert ctx.durations("开灯") == []
     assert [d.seconds for d in merged] == [5400]
+
+
+def test_a_clause_read_in_one_text_needs_no_dedup_nor_sort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One variant: the hits of the general reading, without its dict and sort.
+
+    A clause whose variants list the original twice takes the general path
+    (its second reading finds every hit again): the same hits come out.
+    """
+    catalogs = [
+        compile_catalog(ALARM),
+        compile_catalog(
+            [
+                {
+                    "id": "a",
+                    "match": {
+                        "keywords_any": [
+                            "灯",
+                            "开灯",
+                            "打开灯",
+                            "light",
+                            "lights",
+                            "i",
+                        ],
+                        "negative_keywords": ["不"],
+                    },
+                },
+                {"id": "b", "match": {"keywords_all": ["点头", "点", "nod"]}},
+            ]
+        ),
+    ]
+    single = 0
+    for catalog in catalogs:
+        for sample in _texts()[:3000]:
+            if not sample.strip() or not sample.isprintable():
+                continue
+            clause = text_module.make_clause(sample, 0, len(sample))
+            if len(clause.variants) > 1:
+                continue
+            twice = clause._replace(variants=(clause.original, clause.original))
+            hits = reading_module._keyword_hits(catalog, clause)
+            assert hits == reading_module._keyword_hits(catalog, twice), sample
+            single += bool(hits)
+    assert single > 100
+
+    def refuse(*_args: Any) -> Any:
+        raise AssertionError
+
+    monkeypatch.setattr(reading_module, "_hits_in_one_text", refuse)
+    clause = text_module.make_clause("開燈", 0, 2)  # two variants
+    hits = reading_module._keyword_hits(catalogs[1], clause)
+    assert [(h.keyword, h.start, h.end) for h in hits] == [("开灯", 0, 2), ("灯", 1, 2)]
+    with pytest.raises(AssertionError):
+        reading_module._keyword_hits(catalogs[1], text_module.make_clause("开灯", 0, 2))

@@ -271,9 +271,13 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
     pattern = catalog.keyword_pattern
     if pattern is None:
         return []
-    hits: dict[tuple[str, int], Hit] = {}
     prefixes = catalog.keyword_prefixes
     original = clause.original
+    if len(clause.variants) == 1:  # most clauses
+        text = original.text.lower()
+        if len(text) == len(original.origin):
+            return _hits_in_one_text(pattern, prefixes, text, original.origin)
+    hits: dict[tuple[str, int], Hit] = {}
     # Whether the hits came in ``_hit_order`` already (one variant: by place,
     # then longest first), so that sorting them would change nothing.
     ordered = True
@@ -322,6 +326,40 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
     if ordered:
         return list(hits.values())
     return sorted(hits.values(), key=_hit_order)
+
+
+def _hits_in_one_text(
+    pattern: re.Pattern[str],
+    prefixes: dict[str, tuple[str, ...]],
+    text: str,
+    origin: range | tuple[int, ...],
+) -> list[Hit]:
+    """``_keyword_hits`` of a clause read in one text, one character per origin.
+
+    The same reading without its dict and order checks: each place is read
+    once, and its keywords longest first, so no hit comes twice and they come
+    in ``_hit_order``.
+    """
+    found: list[Hit] = []
+    for match in pattern.finditer(text):
+        position = match.start()
+        longest = match.group(1)
+        glued = position and text[position - 1].isalnum()
+        if glued and longest.isascii():
+            continue  # as in ``_keyword_hits``
+        for keyword in prefixes[longest]:
+            end = position + len(keyword)  # within the text: a keyword matched
+            if keyword.isascii():
+                if glued:
+                    continue
+                tail_match = _LATIN_TAIL.match(text, end)
+                tail = tail_match.group() if tail_match else ""
+                if tail not in _LATIN_SUFFIXES:
+                    continue
+            found.append(Hit(keyword, origin[position], origin[end - 1] + 1))
+            if len(found) >= MAX_CLAUSE_HITS:
+                return found
+    return found
 
 
 def _hit_order(hit: Hit) -> tuple[int, int]:
