@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from custom_components.soul.core.emotion import recognizer
 from custom_components.soul.core.intent_filter import (
     durations,
     implied,
@@ -304,3 +305,21 @@ def test_a_clause_read_in_one_text_needs_no_dedup_nor_sort(
     assert [(h.keyword, h.start, h.end) for h in hits] == [("开灯", 0, 2), ("灯", 1, 2)]
     with pytest.raises(AssertionError):
         reading_module._keyword_hits(catalogs[1], text_module.make_clause("开灯", 0, 2))
+
+
+def test_emotion_folds_without_translating_what_holds_nothing_to_translate() -> None:
+    """A clause's feeling (``chatty``) is read after ``_fold``: the same fold."""
+    assert {chr(code) for code in recognizer._TRANSLATE} == recognizer._TRANSLATED
+    samples = [*_texts()[:2000], "I’m so ‘sad’", "☺️开心", "好累‘’️", "\ufe0f"]
+    translated = 0
+    for sample in samples:
+        full = sample[: recognizer.MAX_CHARS]
+        if not full.isascii():
+            full = full.translate(recognizer._TRANSLATE)
+        translated += full != sample
+        try:
+            expected = recognizer._fold(full)
+        except UnicodeError:
+            continue
+        assert recognizer._fold(sample) == expected, sample
+    assert translated >= 4

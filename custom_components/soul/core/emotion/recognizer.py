@@ -64,6 +64,9 @@ _ZERO: dict[str, str | float] = {
 
 # Curly quotes as straight ones; emoji variation selectors dropped ("☺️" is "☺").
 _TRANSLATE = str.maketrans({"\u2019": "'", "\u2018": "'", "\ufe0f": None})
+# The characters ``_TRANSLATE`` changes: a text holding none of them is not
+# translated (``str.translate`` reads a mapping for every character).
+_TRANSLATED = frozenset(map(chr, _TRANSLATE))
 _ELONGATED = re.compile(r"([a-z])\1{2,}")
 _REPEATED_HAN = re.compile(r"([\u4e00-\u9fff])\1{2,}")
 _REQUEST = re.compile(
@@ -104,7 +107,8 @@ def _fold(text: str) -> tuple[str, int]:
     """
     text = text[:MAX_CHARS]
     if not text.isascii():
-        text = text.translate(_TRANSLATE)
+        if not _TRANSLATED.isdisjoint(text):
+            text = text.translate(_TRANSLATE)
         try:
             text = to_simplified(text)
         except UnicodeError:  # lone surrogates: zhconv cannot take them
