@@ -323,3 +323,25 @@ def test_emotion_folds_without_translating_what_holds_nothing_to_translate() -> 
             continue
         assert recognizer._fold(sample) == expected, sample
     assert translated >= 4
+
+
+def test_an_english_command_without_a_conjunction_is_not_searched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Refuse:
+        def search(self, text: str) -> Any:
+            raise AssertionError(text)
+
+    assert segmenter.segment("Turn on the light AND nod")[1].text == "nod"
+    assert segmenter.segment("play\tThen stop")[1].text == "stop"
+    monkeypatch.setattr(segmenter, "_BOUNDARY", Refuse())
+    for command in ("turn off the lights please", "remind me in 10 minutes"):
+        assert [s.text for s in segmenter.segment(command)] == [command]
+
+
+def test_content_length_counts_the_other_characters() -> None:
+    word = re.compile(r"[\w]")
+    for sample in [*_texts()[:3000], "a_b c", "灯 ， 亮", "１２ three", "\u3000x"]:
+        assert len(sample) - len(reading_module._NOT_CONTENT.findall(sample)) == len(
+            word.findall(sample)
+        ), sample

@@ -44,7 +44,7 @@ MAX_CLAUSE_HITS = 512
 _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
 # What a number token begins with: a clause holding none of them has no number.
 _NUMBER_CHARS = frozenset("0123456789零〇一二两兩三四五六七八九十百千万")
-_CONTENT = re.compile(r"[\w]", re.UNICODE)
+_NOT_CONTENT = re.compile(r"\W")  # a clause's few other characters, counted
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
 _LATIN_TAIL = re.compile(r"[a-z]*")
 
@@ -429,7 +429,10 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
         clause=clause,
         # \w is what str.isalnum() accepts, and "_": most clauses are all content
         content_length=max(
-            1, len(folded) if folded.isalnum() else len(_CONTENT.findall(folded))
+            1,
+            len(folded)
+            if folded.isalnum()
+            else len(folded) - len(_NOT_CONTENT.findall(folded)),
         ),
         entities=entities,
         durations=durations,

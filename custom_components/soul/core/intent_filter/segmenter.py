@@ -62,14 +62,19 @@ _BOUNDARY = re.compile(
     re.IGNORECASE,
 )
 # What a boundary begins with: punctuation, a conjunction's first character,
-# "か" (てから), "고" or white space (English conjunctions, "켜고 "). A
-# command holding none of them is one clause without a search of ``_BOUNDARY``.
+# "か" (てから), "고" ("켜고 "), or white space before an English conjunction.
+# A command holding none of them is one clause without a search of
+# ``_BOUNDARY`` (whose case-blind alternatives cost 4 µs on an English command).
 _MAY_SPLIT = re.compile(
     "["
     + re.escape(
         "".join(sorted({*"，。!！?？；;、\n.,か고", *(w[0] for w in _SPLIT_ZH)}))
     )
-    + r"\s]"
+    + "]"
+    + r"|\s(?:"
+    + "|".join(sorted({word.split()[0] for word in _SPLIT_EN}))
+    + ")",
+    re.IGNORECASE,  # as ``_BOUNDARY`` reads the English words
 )
 _LEADING_RE = re.compile(
     r"^(?:(?:"
