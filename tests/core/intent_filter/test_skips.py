@@ -345,3 +345,46 @@ def test_content_length_counts_the_other_characters() -> None:
         assert len(sample) - len(reading_module._NOT_CONTENT.findall(sample)) == len(
             word.findall(sample)
         ), sample
+
+
+def test_boundaries_are_scanned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    boundary = segmenter._BOUNDARY
+
+    class FinditerOnly:
+        def search(self, text: str) -> Any:
+            raise AssertionError(text)
+
+        def finditer(self, text: str) -> Any:
+            return boundary.finditer(text)
+
+    commands = [s for s in _texts()[:2000] if s.strip()]
+    expected = [segmenter.segment(c) for c in commands]
+    monkeypatch.setattr(segmenter, "_BOUNDARY", FinditerOnly())
+    assert [segmenter.segment(c) for c in commands] == expected
+    assert [s.text for s in segmenter.segment("开灯，然后点头")] == ["开灯", "点头"]
+
+
+def test_a_short_duration_surely_ends_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The latest ``now`` a request may hold, in the zone furthest east."""
+    latest = parse_request(
+        {
+            "command": "x",
+            "intent_catalog": ALARM,
+            "now": "9999-12-24T23:59:59.999999-23:59",
+            "timezone": "Pacific/Kiritimati",
+        },
+        "UTC",
+    ).now
+    assert reading_module.ends_in_time(latest, reading_module.SURELY_IN_TIME)
+
+    def refuse(_now: Any, _seconds: float) -> bool:
+        raise AssertionError
+
+    request = parse_request(
+        {"command": "x", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"}, "UTC"
+    )
+    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    far = ctx.durations("一亿天后")
+    monkeypatch.setattr(reading_module, "ends_in_time", refuse)
+    assert [d.seconds for d in ctx.durations("三天后")] == [3 * 86400]
+    assert far == []

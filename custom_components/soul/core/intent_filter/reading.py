@@ -41,6 +41,10 @@ MAX_WARNINGS = 16
 # keyword repeated (or of every prefix of a long one) has thousands, which
 # would cost more than the command's time. Hits past these are not read.
 MAX_CLAUSE_HITS = 512
+# A request's ``now`` lies at least five days before the calendar's end (its
+# wall time at most seven, and a time zone moves it by less than two): a
+# duration of up to four days from it surely ends in time (``ends_in_time``).
+SURELY_IN_TIME = 4 * 86400
 _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
 # What a number token begins with: a clause holding none of them has no number.
 _NUMBER_CHARS = frozenset("0123456789零〇一二两兩三四五六七八九十百千万")
@@ -231,7 +235,12 @@ class Context:
             if len(found) > 1:  # one duration or none: nothing to join
                 found = _merge(found)
             if found:
-                found = [d for d in found if ends_in_time(self.request.now, d.seconds)]
+                now = self.request.now
+                found = [
+                    d
+                    for d in found
+                    if 0 <= d.seconds <= SURELY_IN_TIME or ends_in_time(now, d.seconds)
+                ]
             self._durations[text] = found
         return self._durations[text]
 

@@ -7,6 +7,7 @@ Clauses end at punctuation and at conjunctions that join actions ("并且",
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import NamedTuple
 
@@ -99,7 +100,11 @@ class Segment(NamedTuple):
 
 def segment(command: str) -> list[Segment]:
     """Return the clauses of ``command`` in order (one when nothing separates them)."""
-    if _MAY_SPLIT.search(command) is None or _BOUNDARY.search(command) is None:
+    # One scan: its first boundary says whether there is any.
+    boundaries = (
+        iter(()) if _MAY_SPLIT.search(command) is None else _BOUNDARY.finditer(command)
+    )
+    if (first := next(boundaries, None)) is None:
         # one clause: the command, stripped
         text = command.strip()
         if not text:
@@ -108,7 +113,7 @@ def segment(command: str) -> list[Segment]:
         return [Segment(0, text, start, start + len(text))]
     pieces: list[tuple[int, int]] = []
     position = 0
-    for boundary in _BOUNDARY.finditer(command):
+    for boundary in itertools.chain((first,), boundaries):
         if boundary.start() > position:
             pieces.append((position, boundary.start()))
         position = boundary.end()
