@@ -388,3 +388,22 @@ def test_a_short_duration_surely_ends_in_time(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(reading_module, "ends_in_time", refuse)
     assert [d.seconds for d in ctx.durations("三天后")] == [3 * 86400]
     assert far == []
+
+
+def test_clock_times_are_kept_without_a_closure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = parse_request(
+        {"command": "x", "intent_catalog": [], "now": "2026-02-22T17:40:00"}, "UTC"
+    ).now
+    kept: list[tuple[int, int]] = []
+    add = timepoints._add
+
+    def spy(found: Any, taken: Any, at: Any, start: int, end: int) -> None:
+        kept.append((start, end))
+        add(found, taken, at, start, end)
+
+    monkeypatch.setattr(timepoints, "_add", spy)
+    points = timepoints.find_time_points("明天早上8点和8点, at 3 pm, 9:30", now)
+    assert [(p.start, p.end) for p in points] == [(0, 6), (7, 9), (11, 18), (20, 24)]
+    assert kept == [(0, 6), (7, 9), (11, 18), (20, 24)]

@@ -170,16 +170,27 @@ def _start(point: TimePoint) -> int:
     return point.start
 
 
+def _add(
+    found: list[TimePoint],
+    taken: list[range],
+    at: datetime | None,
+    start: int,
+    end: int,
+) -> None:
+    """Keep a clock time that does not overlap one kept before.
+
+    A function of its own, not a closure: most texts hold no clock time, and
+    making a closure (with its cells) on every call cost more than the rest.
+    """
+    if at is not None and not any(start in r or end - 1 in r for r in taken):
+        found.append(TimePoint(at, start, end))
+        taken.append(range(start, end))
+
+
 def find_time_points(text: str, now: datetime) -> list[TimePoint]:
     """Return the clock times in ``text`` resolved against ``now``, in order."""
     found: list[TimePoint] = []
     taken: list[range] = []
-
-    def add(at: datetime | None, start: int, end: int) -> None:
-        if at is not None and not any(start in r or end - 1 in r for r in taken):
-            found.append(TimePoint(at, start, end))
-            taken.append(range(start, end))
-
     if not _HOUR_MARKS.isdisjoint(text):
         for match in _CJK.finditer(text):
             hour = parse_chinese_number(match["hour"])
@@ -187,7 +198,7 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
             if hour is None or minute is None or hour != int(hour):
                 continue
             at = _resolve(now, match["day"], match["period"], int(hour), minute)
-            add(at, *match.span())
+            _add(found, taken, at, *match.span())
     if "시" in text:
         for match in _KOREAN.finditer(text):
             hour_start = match.start("hour")
@@ -204,7 +215,7 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
             if hour is None or minutes is None or minutes != int(minutes):
                 continue
             at = _resolve(now, match["day"], match["period"], int(hour), int(minutes))
-            add(at, *match.span())
+            _add(found, taken, at, *match.span())
     if not _ASCII_DIGITS.isdisjoint(text) and _ENGLISH_CORE.search(text):
         for match in _ENGLISH.finditer(text):
             period = match["period"]
@@ -218,10 +229,12 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
                 int(match["minute"] or 0),
             )
             start = match.start() + len(match.group()) - len(match.group().lstrip())
-            add(at, start, match.end())
+            _add(found, taken, at, start, match.end())
     if ":" in text or "：" in text:
         for match in _CLOCK.finditer(text):
-            add(
+            _add(
+                found,
+                taken,
                 _resolve(now, None, None, int(match["hour"]), int(match["minute"])),
                 *match.span(),
             )
