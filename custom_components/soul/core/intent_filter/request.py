@@ -196,12 +196,12 @@ def parse_request(request: Any, default_timezone: str) -> Request:
         raise IntentFilterError(
             "locale must be one of zh-CN, zh-TW, en-US, ja-JP, ko-KR"
         )
-    return Request(
-        request_id=request_id or f"ifr_{_RUN_ID}{next(_request_numbers):x}",
-        command=command,
-        entries=request["intent_catalog"],
-        options=options,
-        now=now,
-        timezone=tz_name,
-        locale=locale,
+    return Request(  # positional (in field order): cheaper than by keyword
+        request_id or f"ifr_{_RUN_ID}{next(_request_numbers):x}",
+        command,
+        request["intent_catalog"],
+        options,
+        now,
+        tz_name,
+        locale,
     )

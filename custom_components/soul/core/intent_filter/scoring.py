@@ -205,16 +205,16 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     add_slot_evidence(intent, parameters, evidence, scores)
     confidence = round(min(0.99, noisy_or(scores)), 3)
     strong = not _mere_mention(reading, strong, best_coverage, from_text)
-    return Candidate(
-        intent=intent,
-        reading=reading,
-        confidence=confidence,
-        evidence=evidence,
-        parameters=parameters,
-        normalized=normalized,
-        missing=missing,
-        strong=strong,
-        status="need_clarification" if missing else "ready",
+    return Candidate(  # positional (in field order): cheaper than by keyword
+        intent,
+        reading,
+        confidence,
+        evidence,
+        parameters,
+        normalized,
+        missing,
+        strong,
+        "need_clarification" if missing else "ready",
     )
 
 
