@@ -407,3 +407,27 @@ def test_clock_times_are_kept_without_a_closure(
     points = timepoints.find_time_points("明天早上8点和8点, at 3 pm, 9:30", now)
     assert [(p.start, p.end) for p in points] == [(0, 6), (7, 9), (11, 18), (20, 24)]
     assert kept == [(0, 6), (7, 9), (11, 18), (20, 24)]
+
+
+def test_unit_and_period_scans_need_their_first_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Korean units and English day periods ("pm") are looked for only then."""
+
+    class Refuse:
+        def search(self, text: str) -> Any:
+            raise AssertionError(text)
+
+    english, korean = timepoints._ENGLISH_CORE, durations._KO_UNIT
+    for sample in _texts():
+        if timepoints._PERIOD_FIRSTS.isdisjoint(sample):
+            assert english.search(sample) is None, sample
+        if durations._KO_UNIT_FIRSTS.isdisjoint(sample):
+            assert korean.search(sample) is None, sample
+    now = parse_request(
+        {"command": "x", "intent_catalog": [], "now": "2026-02-22T17:40:00"}, "UTC"
+    ).now
+    monkeypatch.setattr(timepoints, "_ENGLISH_CORE", Refuse())
+    monkeypatch.setattr(durations, "_KO_UNIT", Refuse())
+    assert timepoints.find_time_points("点头3秒, 10分钟后提醒我", now) == []
+    assert [d.seconds for d in durations.find_durations("10分钟后提醒我")] == [600]

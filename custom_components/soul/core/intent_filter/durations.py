@@ -109,6 +109,7 @@ _EN_UNIT_FIRSTS = frozenset("smhdwSMHDW\u017f")
 # (maybe with an "s"), so the lowered text holds one of these: else ``_english``
 # finds nothing, and its case-blind scan is skipped.
 _EN_UNIT_STEMS = re.compile("sec|min|hour|hr|day|week")
+_KO_UNIT_FIRSTS = frozenset(word[0] for word in (*KO_UNIT_SECONDS, *KO_DAY_WORDS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +335,7 @@ def find_durations(text: str) -> list[Duration]:
     )
     if not _EN_UNIT_FIRSTS.isdisjoint(text) and _EN_UNIT_STEMS.search(text.lower()):
         found.extend(_english(text))
-    if _KO_UNIT.search(text):
+    if not _KO_UNIT_FIRSTS.isdisjoint(text) and _KO_UNIT.search(text):
         found.extend(_korean(text))
     return sorted(found, key=_start) if len(found) > 1 else found
 

@@ -86,6 +86,7 @@ _ENGLISH_CORE = re.compile(
     r"[0-9](?::[0-5][0-9])?\s*(?:a\.m\.|p\.m\.|am|pm|o'clock)", re.IGNORECASE
 )
 _ASCII_DIGITS = frozenset("0123456789")  # every English time holds one
+_PERIOD_FIRSTS = frozenset("aApPoO")  # and "am", "pm", "a.m.", "p.m." or "o'clock"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +217,11 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
                 continue
             at = _resolve(now, match["day"], match["period"], int(hour), int(minutes))
             _add(found, taken, at, *match.span())
-    if not _ASCII_DIGITS.isdisjoint(text) and _ENGLISH_CORE.search(text):
+    if (
+        not _ASCII_DIGITS.isdisjoint(text)
+        and not _PERIOD_FIRSTS.isdisjoint(text)
+        and _ENGLISH_CORE.search(text)
+    ):
         for match in _ENGLISH.finditer(text):
             period = match["period"]
             period = None if period.lower() == "o'clock" else period
