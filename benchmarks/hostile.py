@@ -85,7 +85,8 @@ def print_summary(sections: list[Section]) -> None:
         f"{'ratio':>9}  verdict"
     )
     for section in sections:
-        row = section.worst
+        # A class that fails shows the input that failed it.
+        row = next((r for r in section.rows if not r.ok), section.worst)
         benign = "-" if row.benign is None else f"{row.benign:.2f}"
         verdict = "PASS" if section.ok else "FAIL"
         print(

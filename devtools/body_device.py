@@ -291,7 +291,7 @@ def validate_arguments(schema: Any, arguments: Any) -> str | None:
     if not isinstance(schema, dict):
         return "invalid input_schema: not a JSON object"
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True))
+        validator = _validator(json.dumps(schema))
     except SchemaError as err:
         return f"invalid input_schema: {err.message}"
     errors = list(validator.iter_errors(arguments))

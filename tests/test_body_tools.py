@@ -515,6 +515,18 @@ def test_validate_arguments() -> None:
     )
 
 
+def test_validate_arguments_keeps_the_schemas_order() -> None:
+    """Of equal errors the first in the schema's own order is said (checked once, cached)."""
+    schema = {
+        "type": "object",
+        "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}},
+    }
+    for _ in range(2):  # the second call uses the cached validator
+        assert validate_arguments(schema, {"b": "x", "a": "y"}) == (
+            "invalid b: 'x' is not of type 'integer'"
+        )
+
+
 def test_blocked_exec_mode_defers_intent_action(
     terminal_id: str,
     make_body: Callable[..., BodySim],
