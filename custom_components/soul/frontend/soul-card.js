@@ -68,7 +68,14 @@ function loadParts() {
           follow(RETRY_MS);
         },
       );
-      setTimeout(() => follow(0), STALL_MS * 2 ** n);
+      setTimeout(() => {
+        // The last try stalled too: say so rather than stay busy for ever.
+        if (!settled && n === TRIES - 1) {
+          settled = true;
+          reject(new Error("the card's parts did not load"));
+        }
+        follow(0);
+      }, STALL_MS * 2 ** n);
     };
     start();
   });
@@ -157,7 +164,7 @@ class SoulEmotionCard extends HTMLElement {
   }
 
   _watch() {
-    if (!common) return; // loadParts() watches once the parts are there
+    if (!common || this._stop) return; // loadParts() watches once the parts are there
     this._stop = common.watchSouls(this._hass, (souls, error) => {
       this._souls = souls;
       this._error = error;
@@ -233,11 +240,23 @@ class SoulEmotionCardEditor extends HTMLElement {
   set hass(hass) {
     const first = !this._hass;
     this._hass = hass;
-    if (first) loadParts().then(() => this._watch(), () => {});
+    if (first) {
+      loadParts().then(
+        () => this._watch(),
+        () => {
+          this.shadowRoot.innerHTML = `<div role="alert">Soul: the editor did not load. Reload the page.</div>`;
+        },
+      );
+    }
+  }
+
+  connectedCallback() {
+    if (common) this._watch();
   }
 
   _watch() {
-    if (this._stop || !this._hass) return;
+    // Not while closed: a subscription made then would never end.
+    if (this._stop || !this._hass || !this.isConnected) return;
     this._stop = common.watchSouls(this._hass, (souls) => {
       this._souls = souls;
       this._render();
