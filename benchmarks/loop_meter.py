@@ -42,7 +42,9 @@ def describe(callback: Any, handle: events.Handle) -> str:
 class LoopMeter:
     """Times every callback of the running loop while entered (one thread).
 
-    ``total`` is the loop's busy time in seconds, ``count`` the callbacks,
+    ``total`` is the loop's busy time in seconds (wall time inside callbacks),
+    ``cpu`` the loop thread's CPU time in them (less: another thread holding
+    the GIL meanwhile, or the machine's other work), ``count`` the callbacks,
     ``longest`` the ``keep`` longest as (seconds, description), longest first.
     """
 
@@ -50,6 +52,7 @@ class LoopMeter:
         """Keep the ``keep`` longest callbacks; ``profile``: run cProfile too."""
         self.keep = keep
         self.total = 0.0
+        self.cpu = 0.0  # the loop thread's CPU time in those callbacks
         self.count = 0
         self._heap: list[tuple[float, int, str]] = []
         self._original: Any = None
@@ -74,6 +77,7 @@ class LoopMeter:
         """Start timing callbacks."""
         original = self._original = events.Handle._run  # noqa: SLF001
         clock = time.perf_counter
+        cpu_clock = time.thread_time
         heap = self._heap
         keep = self.keep
         meter = self
@@ -93,12 +97,15 @@ class LoopMeter:
         def _run(handle: events.Handle) -> None:
             callback = handle._callback  # noqa: SLF001  # cleared if it cancels itself
             collected.clear()
+            cpu_start = cpu_clock()
             start = clock()
             original(handle)
             spent = clock() - start
+            cpu = cpu_clock() - cpu_start
             if meter.closed:  # the step that left the meter: what follows is not ours
                 return
             meter.total += spent
+            meter.cpu += cpu
             meter.count += 1
             if len(heap) < keep:
                 heapq.heappush(heap, (spent, meter.count, what(callback, handle)))

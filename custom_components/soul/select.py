@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
+import weakref
 
 from homeassistant.components.select import SelectEntity
 from homeassistant.const import EntityCategory
@@ -15,7 +16,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .core.protocol import Skill
 from .core.registry import Terminal
 from .core.skill_profiles import Profile, select_profile
-from .core.souls import Soul
+from .core.souls import Soul, SoulHub
 from .entity import (
     SkillEntity,
     TerminalEntity,
@@ -75,6 +76,12 @@ def soul_labels(souls: list[Soul]) -> dict[str, str]:
     }
 
 
+# Each hub's labels at its souls' version (see TerminalSoulSelect._labels).
+_LABELS: weakref.WeakKeyDictionary[SoulHub, tuple[int, dict[str, str], list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 class TerminalSoulSelect(TerminalEntity, SelectEntity):
     """The soul a body is bound to; choosing one binds it."""
 
@@ -91,27 +98,42 @@ class TerminalSoulSelect(TerminalEntity, SelectEntity):
         """Return True: a body can be bound while it is offline."""
         return self.terminal is not None
 
-    def _labels(self) -> dict[str, str]:
-        return soul_labels(list(self.entry.runtime_data.souls.souls.values()))
+    def _labels(self) -> tuple[dict[str, str], list[str]]:
+        """Return label → soul id and the labels, shared by every body's select.
+
+        Worked out once per change of the souls (not at every state write of
+        each of hundreds of selects); one options list serves all their states.
+        """
+        hub = self.entry.runtime_data.souls
+        cached = _LABELS.get(hub)
+        if cached is None or cached[0] != hub.souls_version:
+            labels = soul_labels(list(hub.souls.values()))
+            cached = _LABELS[hub] = (hub.souls_version, labels, list(labels))
+        return cached[1], cached[2]
 
     @property
     def options(self) -> list[str]:
         """Return the souls by name."""
-        return list(self._labels())
+        return self._labels()[1]
 
     @property
     def current_option(self) -> str | None:
         """Return the bound soul."""
-        bound = self.entry.runtime_data.souls.bindings().get(self.terminal_id)
+        bound = self.entry.runtime_data.souls.soul_of(self.terminal_id)
+        if bound is None:
+            return None
         return next(
-            (label for label, sid in self._labels().items() if sid == bound), None
+            (label for label, sid in self._labels()[0].items() if sid == bound.soul_id),
+            None,
         )
 
     async def async_added_to_hass(self) -> None:
         """Follow the terminal, the souls and the bindings."""
         await super().async_added_to_hass()
         self.async_on_remove(
-            self.entry.runtime_data.souls.subscribe_bindings(self._bindings_changed)
+            self.entry.runtime_data.souls.subscribe_bindings(
+                self._bindings_changed, self.terminal_id
+            )
         )
 
     @callback
@@ -134,7 +156,7 @@ class TerminalSoulSelect(TerminalEntity, SelectEntity):
             user = await self.hass.auth.async_get_user(context.user_id)
             if user is None or not user.is_admin:
                 raise Unauthorized(context=context, entity_id=self.entity_id)
-        self.entry.runtime_data.souls.bind(self.terminal_id, self._labels()[option])
+        self.entry.runtime_data.souls.bind(self.terminal_id, self._labels()[0][option])
 
 
 async def async_setup_entry(

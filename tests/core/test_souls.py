@@ -121,6 +121,28 @@ def test_bindings_and_removal() -> None:
     assert hub.snapshot("s2") is None
 
 
+def test_a_bind_tells_its_terminals_binding_listeners_only() -> None:
+    """A terminal's listener hears its binding and the souls, not other bodies' binds."""
+    hub = Env().hub
+    heard: list[str] = []
+    stop_t1 = hub.subscribe_bindings(lambda: heard.append("t1"), "t1")
+    hub.subscribe_bindings(lambda: heard.append("t2"), "t2")
+    hub.subscribe_bindings(lambda: heard.append("any"))
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    assert sorted(heard) == ["any", "t1", "t2"]
+    heard.clear()
+    hub.bind("t1", "s1")
+    assert heard == ["any", "t1"]
+    heard.clear()
+    hub.bind("t3", "s1")
+    assert heard == ["any"]
+    stop_t1()
+    heard.clear()
+    hub.bind("t1", "s1")
+    assert heard == ["any"]
+    assert "t1" not in hub._binding_listeners_of
+
+
 def test_dump_and_load_survive_restart_with_downtime() -> None:
     env = Env()
     env.hub.set_souls([Soul("s1", "Aria", "ENFP")])

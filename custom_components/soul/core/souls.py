@@ -185,6 +185,9 @@ class SoulHub:
         self._soul_listeners: dict[str, list[Listener]] = {}
         self._terminal_listeners: dict[str, list[Listener]] = {}
         self._binding_listeners: list[Callable[[], None]] = []
+        # Listeners of one terminal's binding (and of the souls): a bind tells
+        # only its terminal's, not every body's (a start binds hundreds).
+        self._binding_listeners_of: dict[str, list[Callable[[], None]]] = {}
         # Grows whenever the set of souls (or a name) changes: a cheap "same
         # souls as before?" for listeners told of every binding.
         self.souls_version = 0
@@ -257,6 +260,8 @@ class SoulHub:
                 "Unbound %d terminals from removed souls", before - len(self._bindings)
             )
         self._call(self._binding_listeners)
+        for listeners in list(self._binding_listeners_of.values()):
+            self._call(listeners)
         self._on_dirty()
 
     @property
@@ -291,11 +296,29 @@ class SoulHub:
         self._see(terminal_id)
         self._on_dirty()
         self._call(self._binding_listeners)
+        self._call(self._binding_listeners_of.get(terminal_id, []))
 
-    def subscribe_bindings(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener`` when the souls or the bindings change."""
-        self._binding_listeners.append(listener)
-        return lambda: self._binding_listeners.remove(listener)
+    def subscribe_bindings(
+        self, listener: Callable[[], None], terminal_id: str | None = None
+    ) -> Callable[[], None]:
+        """Call ``listener`` when the souls change, and when a binding changes.
+
+        With ``terminal_id``, only that terminal's binding; else any. Return
+        the function that ends the subscription.
+        """
+        if terminal_id is None:
+            listeners = self._binding_listeners
+        else:
+            listeners = self._binding_listeners_of.setdefault(terminal_id, [])
+        listeners.append(listener)
+
+        def unsubscribe() -> None:
+            listeners.remove(listener)
+            by_terminal = self._binding_listeners_of
+            if not listeners and by_terminal.get(terminal_id or "") is listeners:
+                del by_terminal[terminal_id or ""]
+
+        return unsubscribe
 
     @staticmethod
     def _call(listeners: list[Callable[[], None]]) -> None:
