@@ -248,8 +248,8 @@ def main() -> None:
     )
     print(
         f"  {'of which the loop thread ran':<40}: {meter.cpu * 1000:8.1f} ms"
-        "   (its CPU time; the rest it waited for the GIL, mostly to the threads"
-        " parsing snapshots, or for the machine)"
+        "   (its CPU time; the rest it waited: another thread held the GIL,"
+        " or the machine ran something else)"
     )
     print(
         f"  {'of which garbage collection':<40}: {meter.gc_time * 1000:8.1f} ms"
