@@ -260,6 +260,43 @@ def test_flush_makes_everything_appended_before_it_visible(
 # -- restart --------------------------------------------------------------
 
 
+def test_a_turns_events_arriving_over_a_few_ms_are_one_commit(
+    open_journal: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer gathers for a moment before it writes, then commits once.
+
+    A turn's events come over a few milliseconds; a writer encoding each as
+    it comes would take the GIL from the event loop running the turn. (The
+    window is widened so that a slow machine's sleeps stay inside it.)
+    """
+    monkeypatch.setattr(journal_module, "GATHER", 1.0)
+    journal = open_journal()
+    assert journal.flush()
+    before = journal.stats()["commits"]
+    for _ in range(5):
+        journal.append(event())
+        time.sleep(0.002)
+    assert journal.flush()
+    assert journal.stats()["written"] == 5
+    assert journal.stats()["commits"] - before == 1
+
+
+def test_a_flush_does_not_wait_for_the_gathering(
+    open_journal: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush (or purge, or close) ends the writer's gathering at once."""
+    monkeypatch.setattr(journal_module, "GATHER", 0.2)
+    journal = open_journal()
+    assert journal.flush()
+    started = time.monotonic()
+    for _ in range(20):
+        journal.append(event())
+        assert journal.flush()
+    # Twenty gatherings of GATHER each would take 0.4 s.
+    assert time.monotonic() - started < 20 * journal_module.GATHER / 2
+    assert journal.stats()["written"] == 20
+
+
 def test_events_survive_a_restart_and_ids_keep_growing(
     tmp_path: Path, open_journal: Opener
 ) -> None:

@@ -65,6 +65,12 @@ _LOGGER = trace_logger(__name__)
 
 # Events the writer takes into one transaction.
 BATCH_SIZE: Final = 1_000
+# Woken by an event with less than a batch waiting, the writer first lets
+# the rest of its turn come: a chat turn's events arrive over a few ms, and a
+# writer encoding them meanwhile takes the GIL from the event loop running
+# the turn (HTTP turn to intent_action, p50: 4.7 → 4.3 ms). A flush, a purge
+# or a stop is never held back.
+GATHER: Final = 0.02
 # Events waiting for the writer; beyond, ``append`` drops the new one.
 MAX_QUEUED: Final = 100_000
 # The writer purges by age every PURGE_EVERY_COMMITS commits or PURGE_EVERY
@@ -148,6 +154,8 @@ class SqliteJournal:
         self._abandon = False
         self._error_reported = False
         self._close_lock = threading.Lock()
+        # Set by a flush, a purge or a stop: the writer stops gathering.
+        self._wake = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name="soul-journal-writer", daemon=False
         )
@@ -252,6 +260,7 @@ class SqliteJournal:
             return True
         marker = _Flush()
         self._queue.put(marker)
+        self._wake.set()
         return marker.done.wait(timeout)
 
     def purge(self, timeout: float = 60.0) -> int:
@@ -265,6 +274,7 @@ class SqliteJournal:
             raise JournalError("The event journal is closed or stopped; nothing purged")
         request = _Purge()
         self._queue.put(request)
+        self._wake.set()
         if not request.done.wait(timeout):
             raise JournalError(f"Purging the event journal took over {timeout:g} s")
         if request.error is not None:
@@ -318,6 +328,7 @@ class SqliteJournal:
             self._closed = True
         if self._thread.is_alive():
             self._queue.put(_Stop())
+            self._wake.set()
             self._thread.join(timeout)
             if self._thread.is_alive():
                 _LOGGER.warning(
@@ -346,8 +357,12 @@ class SqliteJournal:
                         return
                     self._purge_if_due(connection)
                     continue
+                if isinstance(first, Event) and self._queue.qsize() < BATCH_SIZE:
+                    self._wake.wait(GATHER)
                 if self._handle(connection, first):
                     return
+                # Every flush, purge or stop queued before this is answered.
+                self._wake.clear()
         except Exception as err:  # noqa: BLE001 - the thread must not die silently
             self._fail(err)
         finally:
