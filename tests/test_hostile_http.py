@@ -202,6 +202,17 @@ async def test_input_shapes_get_documented_answers(
     assert isinstance(await response.json(), dict)
 
 
+async def test_a_body_of_too_many_values_is_400_before_decoding(client: Any) -> None:
+    """Values cost the loop even when a thread decodes them: at most 65,536."""
+    body = {**VALID["/api/soul/v1/chat"], "pad": [0] * 70_000}
+    response = await client.post("/api/soul/v1/chat", data=json.dumps(body))
+    assert response.status == 400
+    assert "values" in (await response.json())["error"]
+    body["pad"] = [0] * 60_000  # under the limit: read as usual
+    response = await client.post("/api/soul/v1/chat", data=json.dumps(body))
+    assert response.status == 200, await response.text()
+
+
 async def test_a_number_of_too_many_digits_is_400(client: Any) -> None:
     raw = json.dumps(VALID["/api/soul/v1/chat"])[:-1] + ', "n": ' + "9" * 5000 + "}"
     response = await client.post("/api/soul/v1/chat", data=raw)
