@@ -8,6 +8,7 @@ its warnings and its durations.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 import re
@@ -293,45 +294,25 @@ def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
     last = (-1, 0)
     full = False
     for variant in clause.variants:
-        if full:
-            break
         text = variant.text if variant is not original else variant.text.lower()
         origin = variant.origin
-        for match in pattern.finditer(text):
-            position = match.start()
-            longest = match.group(1)
-            glued = position and text[position - 1].isalnum()
-            if glued and longest.isascii():
-                # Every keyword of the chain is a prefix of the longest, so
-                # ASCII too, and glued to the word before: none is a hit
-                # ("a"… "a"×64 against "a"×2000 read 128,000 of them).
-                continue
-            for keyword in prefixes[longest]:
-                end = position + len(keyword)
-                if keyword.isascii():
-                    if glued:
-                        continue
-                    # [a-z]* matches at any position (maybe nothing).
-                    tail_match = _LATIN_TAIL.match(text, end)
-                    tail = tail_match.group() if tail_match else ""
-                    if tail not in _LATIN_SUFFIXES:
-                        continue
-                # Variant.span, inline (a keyword is never empty)
-                if end <= len(origin):
-                    start_o, end_o = origin[position], origin[end - 1] + 1
-                else:  # a lower case longer than the text ("İ")
-                    start_o, end_o = variant.span(position, end)
-                if (key := (keyword, start_o)) not in hits:
-                    hits[key] = Hit(keyword, start_o, end_o)
-                    if ordered:
-                        order = (start_o, -len(keyword))
-                        ordered = last <= order
-                        last = order
-                    if len(hits) >= MAX_CLAUSE_HITS:
-                        full = True
-                        break
-            if full:
-                break
+        for position, keyword, end in _counted(pattern, prefixes, text):
+            # Variant.span, inline (a keyword is never empty)
+            if end <= len(origin):
+                start_o, end_o = origin[position], origin[end - 1] + 1
+            else:  # a lower case longer than the text ("İ")
+                start_o, end_o = variant.span(position, end)
+            if (key := (keyword, start_o)) not in hits:
+                hits[key] = Hit(keyword, start_o, end_o)
+                if ordered:
+                    order = (start_o, -len(keyword))
+                    ordered = last <= order
+                    last = order
+                if len(hits) >= MAX_CLAUSE_HITS:
+                    full = True
+                    break
+        if full:
+            break
     if ordered:
         return list(hits.values())
     return sorted(hits.values(), key=_hit_order)
@@ -350,25 +331,44 @@ def _hits_in_one_text(
     in ``_hit_order``.
     """
     found: list[Hit] = []
+    for position, keyword, end in _counted(pattern, prefixes, text):
+        # ``end`` is within the text: a keyword matched there.
+        found.append(Hit(keyword, origin[position], origin[end - 1] + 1))
+        if len(found) >= MAX_CLAUSE_HITS:
+            break
+    return found
+
+
+def _counted(
+    pattern: re.Pattern[str], prefixes: dict[str, tuple[str, ...]], text: str
+) -> Iterator[tuple[int, str, int]]:
+    """Yield (start, keyword, end) of each keyword found in ``text`` that counts.
+
+    At each place the keyword pattern matches, its longest keyword and every
+    keyword it begins with, longest first; an ASCII keyword counts only as a
+    word of its own (not glued to a letter or digit before it) with at most an
+    English suffix after it.
+    """
     for match in pattern.finditer(text):
         position = match.start()
         longest = match.group(1)
         glued = position and text[position - 1].isalnum()
         if glued and longest.isascii():
-            continue  # as in ``_keyword_hits``
+            # Every keyword of the chain is a prefix of the longest, so
+            # ASCII too, and glued to the word before: none is a hit
+            # ("a"… "a"×64 against "a"×2000 read 128,000 of them).
+            continue
         for keyword in prefixes[longest]:
-            end = position + len(keyword)  # within the text: a keyword matched
+            end = position + len(keyword)
             if keyword.isascii():
                 if glued:
                     continue
+                # [a-z]* matches at any position (maybe nothing).
                 tail_match = _LATIN_TAIL.match(text, end)
                 tail = tail_match.group() if tail_match else ""
                 if tail not in _LATIN_SUFFIXES:
                     continue
-            found.append(Hit(keyword, origin[position], origin[end - 1] + 1))
-            if len(found) >= MAX_CLAUSE_HITS:
-                return found
-    return found
+            yield position, keyword, end
 
 
 def _hit_order(hit: Hit) -> tuple[int, int]:
