@@ -47,6 +47,15 @@ ALARM: list[dict[str, Any]] = [
 _ODD = "ſıİKＭ０１９ｓあ분시 .:：半个"
 
 
+def _alarm_context(command: str) -> Context:
+    """Return the filter's context of ``command`` against the alarm catalog."""
+    request = parse_request(
+        {"command": command, "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"},
+        "UTC",
+    )
+    return Context(request, compile_catalog(ALARM), "zh-CN")
+
+
 def _texts() -> list[str]:
     rng = random.Random(11)  # noqa: S311 - test data
     words = [
@@ -120,11 +129,7 @@ def test_numbers_are_not_scanned_in_a_clause_without_a_numeral(
             raise AssertionError(text)
 
     monkeypatch.setattr(reading_module, "_NUMBER_TOKEN", Refuse())
-    request = parse_request(
-        {"command": "帮我开灯", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"},
-        "UTC",
-    )
-    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    ctx = _alarm_context("帮我开灯")
     assert read_clause(ctx, segment("帮我开灯")[0]).numbers == []
 
 
@@ -161,11 +166,7 @@ def test_a_clause_without_a_time_asks_for_no_moment(
     def refuse(_reading: Any) -> bool:
         raise AssertionError
 
-    request = parse_request(
-        {"command": "提醒我", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"},
-        "UTC",
-    )
-    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    ctx = _alarm_context("提醒我")
     clause = read_clause(ctx, segment("提醒我")[0])
     monkeypatch.setattr(implied, "timed_request", refuse)
     assert implied.claim_by_time(ctx, clause) == (None, [])
@@ -241,10 +242,7 @@ def test_one_duration_is_not_merged(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(_found: Any) -> Any:
         raise AssertionError
 
-    request = parse_request(
-        {"command": "x", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"}, "UTC"
-    )
-    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    ctx = _alarm_context("x")
     merged = ctx.durations("1小时30分钟后")
     monkeypatch.setattr(reading_module, "_merge", refuse)
     assert [(d.seconds, d.relative) for d in ctx.durations("10分钟后")] == [(600, True)]
@@ -380,10 +378,7 @@ def test_a_short_duration_surely_ends_in_time(monkeypatch: pytest.MonkeyPatch) -
     def refuse(_now: Any, _seconds: float) -> bool:
         raise AssertionError
 
-    request = parse_request(
-        {"command": "x", "intent_catalog": ALARM, "now": "2026-02-22T17:40:00"}, "UTC"
-    )
-    ctx = Context(request, compile_catalog(ALARM), "zh-CN")
+    ctx = _alarm_context("x")
     far = ctx.durations("一亿天后")
     monkeypatch.setattr(reading_module, "ends_in_time", refuse)
     assert [d.seconds for d in ctx.durations("三天后")] == [3 * 86400]
