@@ -138,10 +138,10 @@ class TerminalSoulSelect(TerminalEntity, SelectEntity):
 
     @callback
     def _bindings_changed(self) -> None:
-        """Write the state when this body's soul or the souls changed, not for others.
+        """Write the state when this body's soul or the souls changed.
 
-        Every bind of any body tells every select: without this check, a
-        start with many bodies wrote every select once per body.
+        A change of the souls tells every select, and a rebind to the same
+        soul tells this one again: only a real change writes the state.
         """
         hub = self.entry.runtime_data.souls
         bound = hub.soul_of(self.terminal_id)

@@ -315,8 +315,12 @@ class SoulHub:
         def unsubscribe() -> None:
             listeners.remove(listener)
             by_terminal = self._binding_listeners_of
-            if not listeners and by_terminal.get(terminal_id or "") is listeners:
-                del by_terminal[terminal_id or ""]
+            if (
+                terminal_id is not None
+                and not listeners
+                and by_terminal.get(terminal_id) is listeners
+            ):
+                del by_terminal[terminal_id]
 
         return unsubscribe
 
