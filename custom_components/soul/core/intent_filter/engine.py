@@ -22,8 +22,9 @@ from .catalog import Catalog, cached_catalog
 from .entries import fold
 from .implied import claim_by_time, timed_request
 from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
-from .reading import Context, Reading, expresses_emotion, read_clause
+from .reading import Context, Reading, read_clause
 from .request import DEFAULT_TIMEZONE, parse_request
+from .said import expresses_emotion
 from .scoring import Candidate, rank, score_intent
 from .segmenter import Segment, segment
 from .slots import json_number

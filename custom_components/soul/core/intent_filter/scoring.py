@@ -13,7 +13,7 @@ import itertools
 from operator import itemgetter
 from typing import Any
 
-from .entries import Intent, bigrams
+from .entries import Intent
 from .reading import Context, Hit, KeywordHits, Reading
 from .slots import fill_slots
 
@@ -168,8 +168,7 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         evidence.append({"type": "entity_type", "value": kind, "score": score})
         scores.append(score)
     if intent.examples:
-        if (clause_grams := reading.grams) is None:  # once per clause
-            clause_grams = reading.grams = bigrams(reading.clause.folded.text)
+        clause_grams = reading.said.bigrams()  # once per clause text
         best, closest = max(
             (
                 (

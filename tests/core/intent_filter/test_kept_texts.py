@@ -1,0 +1,246 @@
+"""What a clause's text says is read once and kept, and only that.
+
+``said`` keeps, by text, what does not depend on the request's clock or
+catalog (a clause's variants, entities, durations, numbers, markers, and the
+keywords each catalog index finds), and the pattern searches that ran to
+their end. Each test shows the second read takes what the first kept, and
+that it answers as a fresh read does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from custom_components.soul.core.intent_filter import (
+    filter_intents,
+    reading as reading_module,
+    said,
+)
+from custom_components.soul.core.intent_filter.catalog import compile_catalog
+from custom_components.soul.core.intent_filter.reading import (
+    Context,
+    Reading,
+    read_clause,
+)
+from custom_components.soul.core.intent_filter.request import parse_request
+from custom_components.soul.core.intent_filter.segmenter import segment
+
+LIGHT: list[dict[str, Any]] = [
+    {
+        "id": "light",
+        "match": {"keywords_any": ["灯", "开灯", "light"]},
+        "slots": [{"name": "mode", "regex": "(开|关)"}],
+    },
+    {
+        "id": "alarm",
+        "match": {"keywords_any": ["提醒", "remind"]},
+        "slots": [{"name": "trigger_in_seconds"}],
+    },
+]
+OTHER: list[dict[str, Any]] = [{"id": "green", "match": {"keywords_any": ["绿色"]}}]
+COMMANDS = [
+    "帮我把灯变成绿色并且10分钟后提醒我",
+    "关灯，再定个20分钟的闹钟",
+    "remind me in 10 minutes",
+    "哇，好厉害啊",
+    "明天早上8点叫我",
+    "三百万天后开灯",
+]
+
+
+def _context(
+    command: str, catalog: list[Any], now: str = "2026-02-22T17:40:00+08:00"
+) -> Context:
+    request = parse_request(
+        {"command": command, "intent_catalog": catalog, "now": now}, "Asia/Shanghai"
+    )
+    return Context(request, compile_catalog(catalog), "zh-CN")
+
+
+def _facts(reading: Reading) -> Any:
+    """What a reading says (its variants with their origins, and all it found)."""
+    return (
+        reading.seg,
+        [(v.text, tuple(v.origin)) for v in reading.clause.variants],
+        list(reading.entities),
+        list(reading.durations),
+        reading.time_points,
+        list(reading.numbers),
+        [(h.keyword, h.start, h.end) for h in reading.hits],
+        reading.types,
+        reading.content_length,
+        reading.markers.negated,
+        reading.markers.chatty,
+    )
+
+
+def _read(command: str, catalog: list[Any], **kwargs: Any) -> list[Any]:
+    ctx = _context(command, catalog, **kwargs)
+    return [_facts(read_clause(ctx, seg)) for seg in segment(command)]
+
+
+def _refuse(*_args: Any, **_kwargs: Any) -> Any:
+    raise AssertionError
+
+
+def test_a_clause_text_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = {command: _read(command, LIGHT) for command in COMMANDS}
+    for name in ("clause_at", "find_entities", "merged_durations", "_number_tokens"):
+        monkeypatch.setattr(said, name, _refuse)
+    monkeypatch.setattr(said, "expresses_emotion", _refuse)
+    monkeypatch.setattr(reading_module, "_keyword_hits", _refuse)
+    for command in COMMANDS:
+        assert _read(command, LIGHT) == first[command], command
+    monkeypatch.undo()
+    said.forget()
+    for command in COMMANDS:  # a fresh read finds the same
+        assert _read(command, LIGHT) == first[command], command
+
+
+def test_each_keyword_index_finds_its_own_hits(monkeypatch: pytest.MonkeyPatch) -> None:
+    command = "帮我把灯变成绿色"
+    light = _read(command, LIGHT)[0][6]
+    other = _read(command, OTHER)[0][6]
+    assert light == [("灯", 3, 4)]
+    assert other == [("绿色", 6, 8), ("绿", 6, 7)]  # and its synonym
+    monkeypatch.setattr(reading_module, "_keyword_hits", _refuse)
+    assert _read(command, LIGHT)[0][6] == light
+    assert _read(command, OTHER)[0][6] == other
+
+
+def test_a_clause_keeps_few_indexes_and_few_hits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Memory: ``KEPT_INDEXES`` indexes a text, ``KEPT_HITS`` hits an index."""
+    catalogs = [
+        [{"id": "a", "match": {"keywords_any": ["一", f"keyword{n}"]}}]
+        for n in range(said.KEPT_INDEXES + 3)
+    ]
+    for catalog in catalogs:
+        assert _read("一二", catalog)[0][6] == [("一", 0, 1)]
+    kept = said._texts["一二", 0, "zh-CN"].hits
+    assert 0 < len(kept) <= said.KEPT_INDEXES
+    reads = 0
+    keyword_hits = reading_module._keyword_hits
+
+    def counting(*args: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return keyword_hits(*args)
+
+    monkeypatch.setattr(reading_module, "_keyword_hits", counting)
+    many = "一" * said.KEPT_HITS
+    for text in (many, many, many + "一", many + "一"):
+        _read(text, catalogs[0])
+    assert reads == 3  # the longer text's hits were found each time
+
+
+def test_the_same_text_elsewhere_or_in_another_locale_is_read_again() -> None:
+    assert _read("关灯，开灯", LIGHT)[1][6] == [("开灯", 3, 5), ("灯", 4, 5)]
+    assert _read("开灯", LIGHT)[0][6] == [("开灯", 0, 2), ("灯", 1, 2)]
+    request = parse_request({"command": "開けて", "intent_catalog": LIGHT}, "UTC")
+    catalog = compile_catalog(LIGHT)
+    seg = segment("開けて")[0]
+    japanese = read_clause(Context(request, catalog, "ja-JP"), seg)
+    chinese = read_clause(Context(request, catalog, "zh-CN"), seg)
+    assert japanese.clause.folded.text == "開けて"
+    assert chinese.clause.folded.text == "开けて"
+
+
+def test_what_depends_on_now_is_read_for_each_request() -> None:
+    """A kept text's durations and clock times are checked against each ``now``."""
+    late = _read("三百万天后开灯", LIGHT)  # 8,200 years on: past the calendar
+    early = _read("三百万天后开灯", LIGHT, now="1000-01-01T08:00:00+08:00")
+    assert late[0][3] == []
+    assert [d.seconds for d in early[0][3]] == [3_000_000 * 86400]
+    assert "duration" not in late[0][7]
+    one = _read("明天早上8点叫我", LIGHT)[0][4]
+    other = _read("明天早上8点叫我", LIGHT, now="2026-03-01T09:00:00+08:00")[0][4]
+    assert one[0].at.day == 23
+    assert other[0].at.day == 2
+    said.forget()
+    assert _read("三百万天后开灯", LIGHT) == late
+
+
+def test_a_long_text_is_read_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Texts over ``MAX_KEPT_TEXT`` characters are not kept (they seldom come again)."""
+    reads: list[str] = []
+    clause_at = said.clause_at
+
+    def counting(text: str, *args: Any) -> Any:
+        reads.append(text)
+        return clause_at(text, *args)
+
+    monkeypatch.setattr(said, "clause_at", counting)
+    long = "灯" * (said.MAX_KEPT_TEXT + 1)
+    short = "灯" * said.MAX_KEPT_TEXT
+    for _ in range(2):
+        _read(long, LIGHT)
+        _read(short, LIGHT)
+    assert reads == [long, short, long]
+
+
+def test_kept_tables_are_bounded() -> None:
+    for n in range(said.KEPT_TEXTS + 10):
+        said.clause_text(f"开灯{n}", 0, "zh-CN", 86400)
+        said.merged_durations(f"{n}分钟")
+        said.keep_search("(开)", f"开{n}", None)
+    for table in (said._texts, said._durations, said._searches):
+        assert 0 < len(table) <= said.KEPT_TEXTS
+
+
+def test_a_search_that_ran_to_its_end_is_not_run_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctx = _context("开灯", LIGHT)
+    intent = ctx.catalog.intents[0]
+    found = ctx.regex(intent, "(开|关)", "开灯")
+    missed = ctx.regex(intent, "(开|关)", "调亮")
+    monkeypatch.setattr(reading_module, "search", _refuse)
+    again = _context("开灯", LIGHT)
+    assert again.regex(intent, "(开|关)", "开灯") is found
+    assert again.regex(intent, "(开|关)", "调亮") is missed is None
+    assert again.incomplete == 0
+
+
+def test_a_search_that_did_not_end_is_run_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a timed-out search found is not the pattern's answer: never kept."""
+    runs: list[str] = []
+    search = reading_module.search
+
+    def counting(pattern: Any, text: str, **kwargs: Any) -> Any:
+        runs.append(text)
+        return search(pattern, text, **kwargs)
+
+    monkeypatch.setattr(reading_module, "search", counting)
+    monkeypatch.setattr(reading_module, "REGEX_TIMEOUT", 0.001)
+    hostile = "a" * 40 + "#"
+    for _ in range(2):
+        ctx = _context(hostile, LIGHT)
+        assert ctx.regex(ctx.catalog.intents[0], "(a|aa)+$", hostile) is None
+        assert ctx.incomplete == 1
+        assert ctx.warnings
+    assert runs == [hostile, hostile]
+
+
+def test_a_command_said_again_is_answered_alike() -> None:
+    for command in [*COMMANDS, "不要开灯", "为什么天空是蓝色的", "turn on the light"]:
+        request = {
+            "command": command,
+            "intent_catalog": LIGHT,
+            "now": "2026-02-22T17:40:00+08:00",
+            "request_id": "r",
+            "options": {"return_debug_candidates": True, "return_debug_entities": True},
+        }
+        filter_intents(request)  # the catalog compiled and cached
+        said.forget()
+        answers = []
+        for _ in range(3):  # read afresh, then from what was kept
+            response = filter_intents(request)
+            response["meta"].pop("latency_ms")
+            answers.append(response)
+        assert answers[1:] == answers[:1] * 2, command
