@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from custom_components.soul.core.intent_filter import (
+    engine,
     filter_intents,
     reading as reading_module,
     said,
@@ -40,6 +41,7 @@ LIGHT: list[dict[str, Any]] = [
     },
 ]
 OTHER: list[dict[str, Any]] = [{"id": "green", "match": {"keywords_any": ["绿色"]}}]
+NOW = "2026-02-22T17:40:00+08:00"
 COMMANDS = [
     "帮我把灯变成绿色并且10分钟后提醒我",
     "关灯，再定个20分钟的闹钟",
@@ -225,6 +227,37 @@ def test_a_search_that_did_not_end_is_run_again(
         assert ctx.incomplete == 1
         assert ctx.warnings
     assert runs == [hostile, hostile]
+
+
+def test_a_command_is_split_placed_and_classified_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    commands = [
+        "开灯，然后点头",
+        "哇，好厉害啊",
+        "为什么天空是蓝色的",
+        "turn on the light",
+    ]
+    _answer("x")  # the catalog compiled and cached
+    first = [_answer(command) for command in commands]
+    monkeypatch.setattr(said, "segment", _refuse)
+    monkeypatch.setattr(said, "detect_locale", _refuse)
+    monkeypatch.setattr(engine, "_classify", _refuse)
+    assert [_answer(command) for command in commands] == first
+    long = "好" * (said.MAX_KEPT_TEXT + 1)
+    monkeypatch.undo()
+    _answer(long)
+    monkeypatch.setattr(said, "detect_locale", _refuse)
+    with pytest.raises(AssertionError):  # a long command is read afresh
+        _answer(long)
+
+
+def _answer(command: str) -> dict[str, Any]:
+    response = filter_intents(
+        {"command": command, "intent_catalog": LIGHT, "request_id": "r", "now": NOW}
+    )
+    response["meta"].pop("latency_ms")
+    return response
 
 
 def test_a_command_said_again_is_answered_alike() -> None:

@@ -12,11 +12,11 @@ confidence formula.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import re
 import time
 from typing import Any
 
-from ..language import detect_locale
 from ..safe_regex import budget, deferred_compile_seconds
 from .catalog import Catalog, cached_catalog
 from .entries import fold
@@ -24,9 +24,9 @@ from .implied import claim_by_time, timed_request
 from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
 from .reading import Context, Reading, read_clause
 from .request import DEFAULT_TIMEZONE, parse_request
-from .said import expresses_emotion
+from .said import command_text, expresses_emotion
 from .scoring import Candidate, rank, score_intent
-from .segmenter import Segment, segment
+from .segmenter import Segment
 from .slots import json_number
 
 _CONTENT = re.compile(r"\w")
@@ -145,7 +145,8 @@ def filter_intents(
     catalog, cached = (
         (compiled, True) if compiled is not None else cached_catalog(req.entries)
     )
-    locale = req.locale or detect_locale(req.command)
+    said = command_text(req.command)
+    locale = req.locale or said.locale()
     # From here on (the catalog is compiled): the command's own time.
     deadline = time.perf_counter() + FILTER_BUDGET
     # Patterns compiled on their first use: that time is not the command's.
@@ -154,8 +155,9 @@ def filter_intents(
         ctx = Context(req, catalog, locale)
         options = req.options
         command = req.command
+        segments: Sequence[Segment]
         if options["allow_multi_intent"]:
-            segments = segment(command)
+            segments = said.clauses()
         else:
             stripped = command.strip()
             start = command.index(stripped)
@@ -326,7 +328,9 @@ def filter_intents(
             elif any(c.reading.markers.question for c in mentioned):
                 system, reason, confidence = SYS_FALLBACK, "question_about_device", 0.8
             else:
-                system, reason, confidence = _classify(command)
+                if (classified := said.classified) is None:
+                    classified = said.classified = _classify(command)
+                system, reason, confidence = classified
             decision = {
                 "action": "no_action"
                 if system == SYS_NO_ACTION

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import weakref
 
 from ..emotion.recognizer import analyze_emotion
+from ..language import detect_locale
 from .durations import Duration, find_durations
 from .entries import bigrams
 from .lexicon import (
@@ -36,6 +37,7 @@ from .lexicon import (
     is_question,
 )
 from .numbers import parse_number
+from .segmenter import Segment, segment
 from .text import Clause, clause_at
 
 if TYPE_CHECKING:
@@ -251,6 +253,47 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
     return keep(_texts, key, read)
 
 
+class CommandText:
+    """What a whole command says: its clauses and the locale of its script.
+
+    And the system intent for it when no catalog intent claims it (what
+    ``engine`` decides from its text alone), once decided.
+    """
+
+    __slots__ = ("_clauses", "_locale", "classified", "command")
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self._clauses: tuple[Segment, ...] | None = None
+        self._locale: str | None = None
+        self.classified: tuple[str, str, float] | None = None
+
+    def clauses(self) -> tuple[Segment, ...]:
+        """Return the command's clauses (``segmenter.segment``)."""
+        if (clauses := self._clauses) is None:
+            clauses = self._clauses = tuple(segment(self.command))
+        return clauses
+
+    def locale(self) -> str:
+        """Return the locale the command's script says (``language.detect_locale``)."""
+        if (locale := self._locale) is None:
+            locale = self._locale = detect_locale(self.command)
+        return locale
+
+
+_commands: dict[str, CommandText] = {}
+
+
+def command_text(command: str) -> CommandText:
+    """Return what ``command`` says (kept by command)."""
+    if (known := _commands.get(command)) is not None:
+        return known
+    read = CommandText(command)
+    if len(command) > MAX_KEPT_TEXT:
+        return read
+    return keep(_commands, command, read)
+
+
 # (pattern, text) → what the search found, for searches that ran to the end
 _searches: dict[tuple[str, str], Any] = {}
 NOT_SEARCHED: Any = object()  # what ``known_search`` says of a search never kept
@@ -269,5 +312,5 @@ def keep_search(pattern: str, text: str, match: Any) -> None:
 
 def forget() -> None:
     """Forget every text read (tests measure what a fresh read does)."""
-    for table in (_durations, _texts, _searches):
+    for table in (_commands, _durations, _texts, _searches):
         table.clear()
