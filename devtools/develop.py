@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes.util
+import gc
 import json
 import os
 from pathlib import Path
@@ -282,7 +283,37 @@ def hass_main() -> int:
     # Home Assistant finds custom_components/soul through the repository root.
     sys.path.insert(0, str(ROOT))
     sys.argv = ["hass", *sys.argv[1:]]
-    return ha_main.main()
+    try:
+        return ha_main.main()
+    finally:
+        close_leftover_loops()
+
+
+def close_leftover_loops() -> int:
+    """Close the event loops that libraries opened and left open; return how many.
+
+    Home Assistant's dhcp discovery (``aiodiscover``) makes a pyroute2
+    ``IPRoute`` in an executor thread, which opens an event loop of its own
+    and never closes it. At interpreter exit that loop's self-pipe socket may
+    be finalised before the loop, whose ``__del__`` then prints "Exception
+    ignored in BaseEventLoop.__del__ … Invalid file descriptor: -1" on a
+    clean stop. Closed here, while everything it holds is still open.
+
+    Objects are told apart by ``type()``, not ``isinstance``: that would ask
+    lazy proxies (``openai.resources``) for their ``__class__``, which imports
+    their module, and Home Assistant reports an import on its loop's thread
+    as a blocking call even after the loop has stopped.
+    """
+    closed = 0
+    for obj in gc.get_objects():
+        if (
+            issubclass(type(obj), asyncio.BaseEventLoop)
+            and not obj.is_closed()
+            and not obj.is_running()
+        ):
+            obj.close()
+            closed += 1
+    return closed
 
 
 class Develop:
