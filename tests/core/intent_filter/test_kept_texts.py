@@ -18,6 +18,7 @@ from custom_components.soul.core.intent_filter import (
     filter_intents,
     reading as reading_module,
     said,
+    scoring,
 )
 from custom_components.soul.core.intent_filter.catalog import compile_catalog
 from custom_components.soul.core.intent_filter.reading import (
@@ -277,3 +278,108 @@ def test_a_command_said_again_is_answered_alike() -> None:
             response["meta"].pop("latency_ms")
             answers.append(response)
         assert answers[1:] == answers[:1] * 2, command
+
+
+# -- scores ---------------------------------------------------------------------------
+
+TIMED: list[dict[str, Any]] = [
+    {
+        "id": "alarm",
+        "match": {"keywords_any": ["叫我", "提醒"]},
+        "slots": [{"name": "at", "from_time_key": "iso"}],
+    },
+    {
+        "id": "far",
+        "match": {"keywords_any": ["天"]},
+        "slots": [{"name": "x_seconds", "regex": "(三百万天)"}],
+    },
+    {
+        "id": "echo",
+        "match": {"keywords_any": ["回声"], "regex_any": ["(a|aa)+$"]},
+    },
+]
+LATER = "1000-01-01T08:00:00+08:00"
+
+
+def _timed(command: str, now: str = NOW) -> dict[str, Any]:
+    response = filter_intents(
+        {"command": command, "intent_catalog": TIMED, "request_id": "r", "now": now}
+    )
+    response["meta"].pop("latency_ms")
+    return response
+
+
+def test_a_score_without_a_time_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    commands = [*COMMANDS, "不要开灯", "灯太亮了", "开灯，音量30", "turn on the light"]
+    _answer("x")
+    first = [_answer(command) for command in commands]
+    scored = []
+    score = scoring._score
+
+    def counting(ctx: Context, intent: Any, reading: Reading) -> Any:
+        scored.append(reading.seg.text)
+        return score(ctx, intent, reading)
+
+    monkeypatch.setattr(scoring, "_score", counting)
+    assert [_answer(command) for command in commands] == first
+    # Only clauses with a time signal (their own or lent) were scored again.
+    assert scored == ["10分钟后提醒我", "关灯", "remind me in 10 minutes"]
+
+
+def test_a_score_with_a_time_is_read_for_each_now() -> None:
+    _timed("x")  # the catalog compiled and cached
+    # a clause's own clock time, its duration, and a clock time lent to it
+    for command in ("明早8点叫我", "10分钟后提醒我", "早上8点，叫我起床"):
+        one, other = _timed(command), _timed(command, LATER)
+        assert [i["intent_id"] for i in one["intents"]] == ["alarm"]
+        assert one["intents"][0]["normalized"] != other["intents"][0]["normalized"]
+        assert _timed(command) == one, command
+
+
+def test_a_seconds_slot_is_read_for_each_now() -> None:
+    """A duration past the calendar at one ``now`` is within it at another."""
+    command = "9000000天三百万天"  # joined: past the calendar from any now
+    _timed("x")
+    one, other = _timed(command), _timed(command, LATER)
+    assert one["intents"][0]["normalized"] == {"x_seconds": "三百万天"}
+    assert other["intents"][0]["normalized"] == {"x_seconds": 259_200_000_000}
+    assert _timed(command) == one
+
+
+def test_a_score_of_a_search_that_did_not_end_is_not_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_module, "REGEX_TIMEOUT", 0.001)
+    hostile = "回声" + "a" * 40 + "#"
+    for _ in range(2):
+        warnings = _timed(hostile)["meta"]["warnings"]
+        assert [w["pattern"] for w in warnings] == ["(a|aa)+$"]
+
+
+def test_a_kept_score_is_not_changed_by_a_response(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The caller owns the response: what it changes is not the kept score's."""
+    first = _answer("开灯")
+    for response in (first, _answer("开灯")):
+        intent = response["intents"][0]
+        intent["evidence"][0]["score"] = 0
+        intent["evidence"].append({"type": "x"})
+        intent["parameters"]["mode"] = "x"
+        intent["normalized"]["mode"] = "x"
+        intent["missing_parameters"].append("x")
+    said.forget()
+    monkeypatch.setattr(scoring, "_score", _refuse)
+    fresh = _answer("开灯")
+    monkeypatch.undo()
+    said.forget()
+    assert fresh == _answer("开灯")
+    assert fresh["intents"][0]["parameters"] == {"mode": "开"}
+
+
+def test_a_long_clause_is_scored_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    long = "开灯" * said.MAX_KEPT_TEXT
+    _answer(long)
+    monkeypatch.setattr(scoring, "_score", _refuse)
+    with pytest.raises(AssertionError):
+        _answer(long)

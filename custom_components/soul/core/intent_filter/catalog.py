@@ -68,6 +68,13 @@ class Catalog:
     )
     # intents a time alone may imply (``implied``): a moment slot, no hard rule
     moment_intents: tuple[int, ...] = ()
+    # intents whose score on a clause without a time signal is the same at any
+    # ``now`` (no ``*_seconds`` slot): kept by clause text (``scoring``)
+    untimed_intents: frozenset[int] = frozenset()
+    # (clause text's key, intent index) → what the intent scored there
+    known_scores: dict[tuple[tuple[str, int, str], int], Any] = field(
+        default_factory=dict
+    )
 
 
 # A catalog's keyword index (by its intents' keywords), its patterns (by its
@@ -182,6 +189,11 @@ def compile_catalog(entries: Any) -> Catalog:
         for intent in intents
         if intent.moment_slots and not intent.has_hard_rules
     )
+    untimed_intents = frozenset(
+        intent.index
+        for intent in intents
+        if not any(slot.name.endswith("_seconds") for slot in intent.slots)
+    )
     return Catalog(
         intents,
         pattern,
@@ -190,6 +202,7 @@ def compile_catalog(entries: Any) -> Catalog:
         _shared_sets.keep(rule_intents, rule_intents),
         patterns,
         moment_intents=_shared_sets.keep(moment_intents, moment_intents),
+        untimed_intents=_shared_sets.keep(untimed_intents, untimed_intents),
     )
 
 

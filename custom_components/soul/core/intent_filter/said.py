@@ -184,6 +184,8 @@ class ClauseText:
         default_factory=list
     )
     grams: frozenset[str] | None = None  # the folded clause's bigrams, when read
+    kept: bool = True  # whether it is kept (what is read of it may be kept too)
+    key: tuple[str, int, str] = ("", 0, "")  # (text, start, locale): its key
 
     def bigrams(self) -> frozenset[str]:
         """Return the folded clause's bigrams (read once)."""
@@ -248,7 +250,9 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
         ),
         Markers(folded),
     )
+    read.key = key
     if len(text) > MAX_KEPT_TEXT:
+        read.kept = False
         return read
     return keep(_texts, key, read)
 

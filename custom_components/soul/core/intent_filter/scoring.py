@@ -15,6 +15,7 @@ from typing import Any
 
 from .entries import Intent
 from .reading import Context, Hit, KeywordHits, Reading
+from .said import keep
 from .slots import fill_slots
 
 SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
@@ -71,7 +72,69 @@ def noisy_or(scores: list[float]) -> float:
 
 
 def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
-    """Score ``intent`` against one clause; None when a rule excludes it."""
+    """Score ``intent`` against one clause; None when a rule excludes it.
+
+    On a clause without a time signal (its own or lent), an intent without a
+    ``*_seconds`` slot scores the same whatever the request's ``now``: its
+    score is a function of the clause's text (and locale) and the catalog,
+    kept by the catalog when every pattern search ran to its end.
+    """
+    if (
+        reading.durations
+        or reading.time_points
+        or reading.borrowed is not None
+        or intent.index not in ctx.catalog.untimed_intents
+        or not reading.said.kept
+    ):
+        return _score(ctx, intent, reading)
+    known_scores = ctx.catalog.known_scores
+    key = (reading.said.key, intent.index)
+    if (known := known_scores.get(key, _NOT_SCORED)) is not _NOT_SCORED:
+        return None if known is None else _candidate(intent, reading, known)
+    incomplete = ctx.incomplete
+    candidate = _score(ctx, intent, reading)
+    if ctx.incomplete != incomplete:  # a search did not run to its end
+        return candidate
+    if candidate is None:
+        keep(known_scores, key, None)
+        return None
+    kept: KeptScore = (
+        candidate.confidence,
+        candidate.evidence,
+        candidate.parameters,
+        candidate.normalized,
+        candidate.missing,
+        candidate.strong,
+    )
+    keep(known_scores, key, kept)
+    return _candidate(intent, reading, kept)  # the response's: the caller's
+
+
+# What an intent scored on a clause, kept: confidence, evidence, parameters,
+# normalized values, missing slots, strong.
+type KeptScore = tuple[
+    float, list[dict[str, Any]], dict[str, Any], dict[str, Any], list[str], bool
+]
+_NOT_SCORED: Any = object()
+
+
+def _candidate(intent: Intent, reading: Reading, kept: KeptScore) -> Candidate:
+    """Return a candidate of a kept score, with copies of what a response holds."""
+    confidence, evidence, parameters, normalized, missing, strong = kept
+    return Candidate(
+        intent,
+        reading,
+        confidence,
+        [item.copy() for item in evidence],
+        parameters.copy(),
+        normalized.copy(),
+        missing.copy(),
+        strong,
+        "need_clarification" if missing else "ready",
+    )
+
+
+def _score(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
     hits_any: list[KeywordHits] = []
     synonyms: list[KeywordHits] = []  # other names of a keyword's built-in entity
     found_all: set[str] = set()
