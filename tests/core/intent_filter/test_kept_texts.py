@@ -368,13 +368,12 @@ def test_a_kept_score_is_not_changed_by_a_response(
         intent["parameters"]["mode"] = "x"
         intent["normalized"]["mode"] = "x"
         intent["missing_parameters"].append("x")
-    said.forget()
     monkeypatch.setattr(scoring, "_score", _refuse)
-    fresh = _answer("开灯")
+    kept = _answer("开灯")
     monkeypatch.undo()
     said.forget()
-    assert fresh == _answer("开灯")
-    assert fresh["intents"][0]["parameters"] == {"mode": "开"}
+    assert kept == _answer("开灯")  # as read afresh
+    assert kept["intents"][0]["parameters"] == {"mode": "开"}
 
 
 def test_a_long_clause_is_scored_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -383,3 +382,12 @@ def test_a_long_clause_is_scored_each_time(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(scoring, "_score", _refuse)
     with pytest.raises(AssertionError):
         _answer(long)
+
+
+def test_forgetting_texts_forgets_their_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``forget`` makes every command heard first again (the benchmark's D)."""
+    _answer("开灯")
+    said.forget()
+    monkeypatch.setattr(scoring, "_score", _refuse)
+    with pytest.raises(AssertionError):
+        _answer("开灯")

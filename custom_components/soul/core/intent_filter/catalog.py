@@ -71,10 +71,12 @@ class Catalog:
     # intents whose score on a clause without a time signal is the same at any
     # ``now`` (no ``*_seconds`` slot): kept by clause text (``scoring``)
     untimed_intents: frozenset[int] = frozenset()
-    # (clause text's key, intent index) → what the intent scored there
+    # (clause text's key, intent index) → what the intent scored there, kept
+    # in the ``said.generation`` ``scores_generation``
     known_scores: dict[tuple[tuple[str, int, str], int], Any] = field(
         default_factory=dict
     )
+    scores_generation: int = 0
 
 
 # A catalog's keyword index (by its intents' keywords), its patterns (by its

@@ -314,7 +314,21 @@ def keep_search(pattern: str, text: str, match: Any) -> None:
         keep(_searches, (pattern, text), match)
 
 
+# How many times everything read was forgotten: what is kept elsewhere (a
+# catalog's scores, ``scoring``) is kept for one of these generations.
+_forgotten = [0]
+
+
+def generation() -> int:
+    """Return the generation of what is kept (``forget`` starts a new one)."""
+    return _forgotten[0]
+
+
 def forget() -> None:
-    """Forget every text read (tests measure what a fresh read does)."""
+    """Forget every text read and what was kept of it (tests and benchmarks).
+
+    A catalog's kept scores are forgotten too (``generation``).
+    """
     for table in (_commands, _durations, _texts, _searches):
         table.clear()
+    _forgotten[0] += 1
