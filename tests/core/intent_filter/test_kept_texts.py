@@ -391,3 +391,27 @@ def test_forgetting_texts_forgets_their_scores(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(scoring, "_score", _refuse)
     with pytest.raises(AssertionError):
         _answer("开灯")
+
+
+def test_owners_of_a_clause_are_kept_by_the_catalog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Reading.by_owner`` of a clause text is read once per catalog."""
+    owned: list[str] = []
+    own = Reading.own
+
+    def counting(self: Reading, owners: Any) -> None:
+        owned.append(self.seg.text)
+        own(self, owners)
+
+    monkeypatch.setattr(Reading, "own", counting)
+    many = "灯" * (said.KEPT_HITS + 1)  # more hits than are kept
+    first = [_answer(command) for command in [*COMMANDS, many]]
+    assert [_answer(command) for command in [*COMMANDS, many]] == first
+    assert owned.count(many) == 2
+    assert len(owned) == len(set(owned)) + 1
+    filter_intents({"command": "开灯", "intent_catalog": OTHER})  # another catalog
+    assert owned[-1] == "开灯"
+    said.forget()  # and what the catalogs kept of texts
+    _answer("开灯")
+    assert owned[-2:] == ["开灯", "开灯"]

@@ -34,6 +34,7 @@ from .entries import (
     is_mapping,
 )
 from .lexicon import lexicon, surfaces_of
+from .said import generation
 
 MAX_INTENTS = 256
 # Distinct keyword forms of a whole catalog (folded forms and synonyms count).
@@ -71,12 +72,23 @@ class Catalog:
     # intents whose score on a clause without a time signal is the same at any
     # ``now`` (no ``*_seconds`` slot): kept by clause text (``scoring``)
     untimed_intents: frozenset[int] = frozenset()
-    # (clause text's key, intent index) → what the intent scored there, kept
-    # in the ``said.generation`` ``scores_generation``
+    # What is kept of the clause texts read against this catalog, for the
+    # ``said.generation`` ``known_generation`` (``known``): (clause text's
+    # key, intent index) → what the intent scored there (``scoring``), and
+    # clause text's key → its intents' keyword hits (``Reading.by_owner``).
     known_scores: dict[tuple[tuple[str, int, str], int], Any] = field(
         default_factory=dict
     )
-    scores_generation: int = 0
+    known_owners: dict[tuple[str, int, str], Any] = field(default_factory=dict)
+    known_generation: int = 0
+
+
+def known(catalog: Catalog) -> None:
+    """Forget what ``catalog`` kept of texts since forgotten (``said.forget``)."""
+    if catalog.known_generation != (current := generation()):
+        catalog.known_scores.clear()
+        catalog.known_owners.clear()
+        catalog.known_generation = current
 
 
 # A catalog's keyword index (by its intents' keywords), its patterns (by its

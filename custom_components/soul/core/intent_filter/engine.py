@@ -18,11 +18,11 @@ import time
 from typing import Any
 
 from ..safe_regex import budget, deferred_compile_seconds
-from .catalog import Catalog, cached_catalog
+from .catalog import Catalog, cached_catalog, known
 from .entries import fold
 from .implied import claim_by_time, timed_request
 from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
-from .reading import Context, Reading, read_clause
+from .reading import Context, Reading, read_clause, read_owners
 from .request import DEFAULT_TIMEZONE, parse_request
 from .said import command_text, expresses_emotion
 from .scoring import Candidate, rank, score_intent
@@ -147,6 +147,7 @@ def filter_intents(
     )
     said = command_text(req.command)
     locale = req.locale or said.locale()
+    known(catalog)  # what it kept of texts since forgotten is forgotten
     # From here on (the catalog is compiled): the command's own time.
     deadline = time.perf_counter() + FILTER_BUDGET
     # Patterns compiled on their first use: that time is not the command's.
@@ -197,7 +198,6 @@ def filter_intents(
             options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
         )
         catalog_intents = catalog.intents
-        keyword_owners = catalog.keyword_owners
         min_confidence = options["min_confidence"]
         debug_candidates = options["return_debug_candidates"]
         rule_intents = catalog.rule_intents
@@ -213,7 +213,7 @@ def filter_intents(
                     unmatched[later] = ("not_read", [])
                 break
             # Only intents with a keyword hit, or rules beyond keywords, can match.
-            reading.own(keyword_owners)
+            read_owners(catalog, reading)
             by_owner = reading.by_owner
             # In catalog order (an intent's index is its place in the catalog).
             if not rule_intents:

@@ -28,6 +28,7 @@ from .said import (
     ClauseText,
     Markers,
     clause_text,
+    keep,
     keep_search,
     known_search,
     merged_durations,
@@ -307,6 +308,17 @@ def _clause_hits(catalog: Catalog, said: ClauseText) -> list[Hit]:
             said.hits.clear()
         said.hits.append((weakref.ref(pattern), hits))
     return hits
+
+
+def read_owners(catalog: Catalog, reading: Reading) -> None:
+    """Give each intent its keywords' hits (``Reading.own``), kept by clause text."""
+    said = reading.said
+    if (known := catalog.known_owners.get(said.key)) is not None:
+        reading.by_owner = known
+        return
+    reading.own(catalog.keyword_owners)
+    if said.kept and len(reading.hits) <= KEPT_HITS:
+        keep(catalog.known_owners, said.key, reading.by_owner)
 
 
 def read_clause(ctx: Context, seg: Segment) -> Reading:

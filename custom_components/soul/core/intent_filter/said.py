@@ -51,6 +51,7 @@ _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六
 # What a number token begins with: a clause holding none of them has no number.
 _NUMBER_CHARS = frozenset("0123456789零〇一二两兩三四五六七八九十百千万")
 _NOT_CONTENT = re.compile(r"\W")  # a clause's few other characters, counted
+_NO_TYPES: frozenset[str] = frozenset()
 
 
 def keep[K, V](table: dict[K, V], key: K, value: V) -> V:
@@ -237,9 +238,9 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
     read = ClauseText(
         clause,
         entities,
-        frozenset(e.type for e in entities),
+        frozenset([e.type for e in entities]) if entities else _NO_TYPES,
         durations,
-        all(0 <= d.seconds <= surely for d in durations),
+        not durations or all(0 <= d.seconds <= surely for d in durations),
         _number_tokens(folded, start),
         # \w is what str.isalnum() accepts, and "_": most clauses are all content
         max(

@@ -15,7 +15,7 @@ from typing import Any
 
 from .entries import Intent
 from .reading import Context, Hit, KeywordHits, Reading
-from .said import generation, keep
+from .said import keep
 from .slots import fill_slots
 
 SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
@@ -87,11 +87,7 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         or not reading.said.kept
     ):
         return _score(ctx, intent, reading)
-    catalog = ctx.catalog
-    known_scores = catalog.known_scores
-    if catalog.scores_generation != (current := generation()):
-        known_scores.clear()  # the texts were forgotten: their scores too
-        catalog.scores_generation = current
+    known_scores = ctx.catalog.known_scores  # of this generation (``known``)
     key = (reading.said.key, intent.index)
     if (known := known_scores.get(key, _NOT_SCORED)) is not _NOT_SCORED:
         return None if known is None else _candidate(intent, reading, known)
