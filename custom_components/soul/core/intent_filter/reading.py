@@ -24,13 +24,13 @@ from .request import Request
 from .said import (
     KEPT_HITS,
     KEPT_INDEXES,
+    MAX_KEPT_TEXT,
     NOT_SEARCHED,
+    SEARCHES,
     ClauseText,
     Markers,
     clause_text,
     keep,
-    keep_search,
-    known_search,
     merged_durations,
 )
 from .segmenter import Segment
@@ -136,7 +136,9 @@ class Context:
         if self._budget_spent or pattern in self._slow:
             self.incomplete += 1
             return None  # reported once, when it happened
-        if (match := known_search(pattern, text)) is not NOT_SEARCHED:
+        if (match := SEARCHES.get(key := (pattern, text), NOT_SEARCHED)) is not (
+            NOT_SEARCHED
+        ):
             return match  # a search that ran to its end before: its answer
         compiled = self.catalog.patterns.get(pattern, pattern)
         try:
@@ -152,7 +154,8 @@ class Context:
         except UnsafeRegexError as err:  # compiled at validation; kept for safety
             self._warn(intent, pattern, str(err))
         else:
-            keep_search(pattern, text, match)
+            if len(text) <= MAX_KEPT_TEXT:
+                keep(SEARCHES, key, match)
             return match
         self.incomplete += 1
         return None
@@ -317,7 +320,7 @@ def read_owners(catalog: Catalog, reading: Reading) -> None:
         reading.by_owner = known
         return
     reading.own(catalog.keyword_owners)
-    if said.kept and len(reading.hits) <= KEPT_HITS:
+    if said.again and len(reading.hits) <= KEPT_HITS:  # a text kept, heard again
         keep(catalog.known_owners, said.key, reading.by_owner)
 
 

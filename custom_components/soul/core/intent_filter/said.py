@@ -185,7 +185,10 @@ class ClauseText:
         default_factory=list
     )
     grams: frozenset[str] | None = None  # the folded clause's bigrams, when read
-    kept: bool = True  # whether it is kept (what is read of it may be kept too)
+    # Whether it was heard again since it was kept (a long text never is):
+    # only then is what is read of it against a catalog (scores, owners) kept
+    # too; a text heard once is not worth the copies.
+    again: bool = False
     key: tuple[str, int, str] = ("", 0, "")  # (text, start, locale): its key
 
     def bigrams(self) -> frozenset[str]:
@@ -216,6 +219,7 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
     """
     key = (text, start, locale)
     if (known := _texts.get(key)) is not None:
+        known.again = True
         return known
     clause = clause_at(text, start, locale)
     folded = clause.folded.text
@@ -253,7 +257,6 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
     )
     read.key = key
     if len(text) > MAX_KEPT_TEXT:
-        read.kept = False
         return read
     return keep(_texts, key, read)
 
@@ -300,19 +303,11 @@ def command_text(command: str) -> CommandText:
 
 
 # (pattern, text) → what the search found, for searches that ran to the end
-_searches: dict[tuple[str, str], Any] = {}
-NOT_SEARCHED: Any = object()  # what ``known_search`` says of a search never kept
-
-
-def known_search(pattern: str, text: str) -> Any:
-    """Return what ``pattern`` found in ``text`` before, else ``NOT_SEARCHED``."""
-    return _searches.get((pattern, text), NOT_SEARCHED)
-
-
-def keep_search(pattern: str, text: str, match: Any) -> None:
-    """Keep what a search of ``pattern`` that ran to its end found in ``text``."""
-    if len(text) <= MAX_KEPT_TEXT:
-        keep(_searches, (pattern, text), match)
+# (pattern, text) → what the search found, for searches that ran to their end
+# (``reading.Context.regex`` reads and fills it, texts of at most
+# ``MAX_KEPT_TEXT`` characters); emptied in place, never rebound
+SEARCHES: dict[tuple[str, str], Any] = {}
+NOT_SEARCHED: Any = object()  # what ``SEARCHES`` holds for a search never kept
 
 
 # How many times everything read was forgotten: what is kept elsewhere (a
@@ -330,6 +325,6 @@ def forget() -> None:
 
     A catalog's kept scores are forgotten too (``generation``).
     """
-    for table in (_commands, _durations, _texts, _searches):
+    for table in (_commands, _durations, _texts, SEARCHES):
         table.clear()
     _forgotten[0] += 1

@@ -77,14 +77,15 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     On a clause without a time signal (its own or lent), an intent without a
     ``*_seconds`` slot scores the same whatever the request's ``now``: its
     score is a function of the clause's text (and locale) and the catalog,
-    kept by the catalog when every pattern search ran to its end.
+    kept by the catalog when every pattern search ran to its end (once the
+    text is heard again: ``ClauseText.again``).
     """
     if (
         reading.durations
         or reading.time_points
         or reading.borrowed is not None
         or intent.index not in ctx.catalog.untimed_intents
-        or not reading.said.kept
+        or not reading.said.again
     ):
         return _score(ctx, intent, reading)
     known_scores = ctx.catalog.known_scores  # of this generation (``known``)
