@@ -1,9 +1,11 @@
 """Reading a clause: everything the filter learns from it once, for every intent.
 
 ``read_clause`` finds a clause's built-in entities, durations, clock times,
-numbers, catalog keyword hits and (lazily) decision markers. ``Context`` is
-the state of one command: the catalog patterns it searches within its time,
-its warnings and its durations.
+numbers, catalog keyword hits and (lazily) decision markers; what depends on
+the text alone comes from ``said`` (read once per text). ``Context`` is the
+state of one command: the catalog patterns it searches within its time (a
+search that ran to its end is kept by pattern and text), its warnings and
+its durations.
 """
 
 from __future__ import annotations

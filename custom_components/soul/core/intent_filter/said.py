@@ -5,13 +5,15 @@ lights"). Everything the filter reads of a clause that depends on its text
 alone (its variants, built-in entities, durations before they are checked
 against ``now``, number tokens, content length, decision markers, and the
 keywords each catalog keyword index found in it) is kept by text
-(``ClauseText``), as are the durations of a text and the pattern searches
-that ran to their end. What
-depends on ``now`` (clock times, a duration past the calendar) is read for
-every request.
+(``ClauseText``), as are a command's clauses and locale (``CommandText``),
+the durations of a text and the pattern searches that ran to their end
+(``SEARCHES``). What depends on ``now`` (clock times, a duration past the
+calendar) is read for every request. A catalog keeps what its intents
+scored on a clause text heard again (``scoring``, ``catalog.known``).
 
 Every table is bounded (emptied when full) and keeps only texts of at most
 ``MAX_KEPT_TEXT`` characters: a long text is read afresh each time.
+``forget`` empties them all (tests, and the benchmark's texts heard first).
 """
 
 from __future__ import annotations
