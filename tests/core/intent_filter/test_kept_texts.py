@@ -318,7 +318,8 @@ def _timed(command: str, now: str = NOW) -> dict[str, Any]:
 
 
 def test_a_score_without_a_time_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    commands = [*COMMANDS, "不要开灯", "灯太亮了", "开灯，音量30", "turn on the light"]
+    # "提醒我喝水": an intent with a *_seconds slot (that reads no duration)
+    commands = [*COMMANDS, "不要开灯", "灯太亮了", "开灯，音量30", "提醒我喝水"]
     _answer("x")
     first = [_answer(command) for command in commands]
     catalog = cached_catalog(LIGHT)[0]

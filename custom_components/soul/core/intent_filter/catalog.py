@@ -69,9 +69,6 @@ class Catalog:
     )
     # intents a time alone may imply (``implied``): a moment slot, no hard rule
     moment_intents: tuple[int, ...] = ()
-    # intents whose score on a clause without a time signal is the same at any
-    # ``now`` (no ``*_seconds`` slot): kept by clause text (``scoring``)
-    untimed_intents: frozenset[int] = frozenset()
     # What is kept of the clause texts read against this catalog, for the
     # ``said.generation`` ``known_generation`` (``known``): (clause text's
     # key, intent index) → what the intent scored there (``scoring``), and
@@ -203,11 +200,6 @@ def compile_catalog(entries: Any) -> Catalog:
         for intent in intents
         if intent.moment_slots and not intent.has_hard_rules
     )
-    untimed_intents = frozenset(
-        intent.index
-        for intent in intents
-        if not any(slot.name.endswith("_seconds") for slot in intent.slots)
-    )
     return Catalog(
         intents,
         pattern,
@@ -216,7 +208,6 @@ def compile_catalog(entries: Any) -> Catalog:
         _shared_sets.keep(rule_intents, rule_intents),
         patterns,
         moment_intents=_shared_sets.keep(moment_intents, moment_intents),
-        untimed_intents=_shared_sets.keep(untimed_intents, untimed_intents),
     )
 
 

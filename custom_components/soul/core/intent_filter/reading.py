@@ -123,7 +123,11 @@ class Context:
         self.locale = locale
         self.warnings: list[dict[str, str]] = []
         self._warned: set[tuple[str, str, str]] = set()
-        self._durations: dict[str, list[Duration]] = {}
+        # text → (its durations, whether the request's ``now`` decided them)
+        self._durations: dict[str, tuple[list[Duration], bool]] = {}
+        # Durations read whose check against ``now`` decided what they are: a
+        # score that read one is not the text's alone (``scoring``).
+        self.now_read = 0
         # Patterns that timed out on this command are not run again on it.
         # Nothing is kept across commands: one user's command must not
         # disable an intent of a body (or of every body with that catalog).
@@ -182,14 +186,23 @@ class Context:
         A duration that ends past the calendar ("一亿天" from now) is no
         duration, as a clock time that cannot be resolved is no clock time.
         """
-        if (found := self._durations.get(text)) is None:
+        if (known := self._durations.get(text)) is None:
             now = self.request.now
-            found = self._durations[text] = [
+            merged = merged_durations(text)
+            found = [
                 d
-                for d in merged_durations(text)
+                for d in merged
                 if 0 <= d.seconds <= SURELY_IN_TIME or ends_in_time(now, d.seconds)
             ]
-        return found
+            # whether ``now`` decided (a duration not surely within the calendar)
+            known = self._durations[text] = (
+                found,
+                bool(merged)
+                and any(not 0 <= d.seconds <= SURELY_IN_TIME for d in merged),
+            )
+        if known[1]:
+            self.now_read += 1
+        return known[0]
 
 
 def ends_in_time(now: datetime, seconds: float) -> bool:

@@ -74,17 +74,18 @@ def noisy_or(scores: list[float]) -> float:
 def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
     """Score ``intent`` against one clause; None when a rule excludes it.
 
-    On a clause without a time signal (its own or lent), an intent without a
-    ``*_seconds`` slot scores the same whatever the request's ``now``: its
-    score is a function of the clause's text (and locale) and the catalog,
-    kept by the catalog when every pattern search ran to its end (once the
-    text is heard again: ``ClauseText.again``).
+    On a clause without a time signal (its own or lent), an intent scores
+    the same whatever the request's ``now`` unless a duration its slots read
+    was checked against it (``Context.now_read``: a ``*_seconds`` capture
+    past the calendar at one ``now``, within it at another): its score is a
+    function of the clause's text (and locale) and the catalog, kept by the
+    catalog when every pattern search ran to its end (once the text is heard
+    again: ``ClauseText.again``).
     """
     if (
         reading.durations
         or reading.time_points
         or reading.borrowed is not None
-        or intent.index not in ctx.catalog.untimed_intents
         or not reading.said.again
     ):
         return _score(ctx, intent, reading)
@@ -92,10 +93,10 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     key = (reading.said.key, intent.index)
     if (known := known_scores.get(key, _NOT_SCORED)) is not _NOT_SCORED:
         return None if known is None else _candidate(intent, reading, known)
-    incomplete = ctx.incomplete
+    incomplete, now_read = ctx.incomplete, ctx.now_read
     candidate = _score(ctx, intent, reading)
-    if ctx.incomplete != incomplete:  # a search did not run to its end
-        return candidate
+    if ctx.incomplete != incomplete or ctx.now_read != now_read:
+        return candidate  # a search did not run to its end, or ``now`` decided
     if candidate is None:
         keep(known_scores, key, None)
         return None
