@@ -91,7 +91,13 @@ def _refuse(*_args: Any, **_kwargs: Any) -> Any:
 
 def test_a_clause_text_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     first = {command: _read(command, LIGHT) for command in COMMANDS}
-    for name in ("clause_at", "find_entities", "merged_durations", "_number_tokens"):
+    for name in (
+        "clause_at",
+        "find_entities",
+        "merged_durations",
+        "_number_tokens",
+        "clock_phrases",
+    ):
         monkeypatch.setattr(said, name, _refuse)
     monkeypatch.setattr(said, "expresses_emotion", _refuse)
     monkeypatch.setattr(reading_module, "_keyword_hits", _refuse)

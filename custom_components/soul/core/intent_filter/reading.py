@@ -37,7 +37,7 @@ from .said import (
 )
 from .segmenter import Segment
 from .text import Clause
-from .timepoints import TimePoint, find_time_points
+from .timepoints import TimePoint, resolve
 
 REGEX_TIMEOUT = 0.01  # seconds one catalog pattern may run on one clause
 MAX_WARNINGS = 16
@@ -355,12 +355,8 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
                 for d in durations
                 if 0 <= d.seconds <= SURELY_IN_TIME or ends_in_time(now, d.seconds)
             ]
-        points = find_time_points(clause.folded.text, now)
-        time_points = (
-            points
-            if not offset
-            else [TimePoint(t.at, t.start + offset, t.end + offset) for t in points]
-        )
+        if said.phrases:  # resolved at this request's ``now``
+            time_points = resolve(said.phrases, now, offset)
     numbers: Sequence[tuple[float, int, int]] = said.numbers
     if numbers and (durations or time_points):
         # a number inside a time signal is that signal's

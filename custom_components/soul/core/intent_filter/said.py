@@ -3,8 +3,9 @@
 A body hears the same few commands again and again ("开灯", "turn off the
 lights"). Everything the filter reads of a clause that depends on its text
 alone (its variants, built-in entities, durations before they are checked
-against ``now``, number tokens, content length, decision markers, and the
-keywords each catalog keyword index found in it) is kept by text
+against ``now``, clock times before they are resolved at ``now``, number
+tokens, content length, decision markers, and the keywords each catalog
+keyword index found in it) is kept by text
 (``ClauseText``), as are a command's clauses and locale (``CommandText``),
 the durations of a text and the pattern searches that ran to their end
 (``SEARCHES``). What depends on ``now`` (clock times, a duration past the
@@ -41,6 +42,7 @@ from .lexicon import (
 from .numbers import parse_number
 from .segmenter import Segment, segment
 from .text import Clause, clause_at
+from .timepoints import Phrase, clock_phrases
 
 if TYPE_CHECKING:
     from .reading import Hit
@@ -179,6 +181,7 @@ class ClauseText:
     numbers: tuple[tuple[float, int, int], ...]
     content_length: int
     markers: Markers
+    phrases: tuple[Phrase, ...]  # clock times said, to resolve at each ``now``
     # (a catalog keyword pattern, the keywords it found here), at most
     # ``KEPT_INDEXES``: a home's bodies share few keyword indexes. The pattern
     # stands for its keywords (its prefixes are theirs); a weak reference, so
@@ -256,6 +259,7 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
             else len(folded) - len(_NOT_CONTENT.findall(folded)),
         ),
         Markers(folded),
+        clock_phrases(folded),
     )
     read.key = key
     if len(text) > MAX_KEPT_TEXT:
