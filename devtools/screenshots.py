@@ -97,8 +97,11 @@ def spawn(command: Sequence[str | Path], log: Path) -> Process:
         )
 
 
-def stop(process: Process, signum: int, timeout: float) -> None:
-    """Send ``signum`` to the process's group; kill the group after ``timeout`` s."""
+def stop(process: Process, signum: int, timeout: float) -> bool:
+    """Send ``signum`` to the process's group; kill the group after ``timeout`` s.
+
+    Return whether the process ended in time (False: it was killed).
+    """
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signum)
     try:
@@ -107,6 +110,8 @@ def stop(process: Process, signum: int, timeout: float) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+        return False
+    return True
 
 
 async def until[T](

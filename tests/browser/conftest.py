@@ -42,6 +42,10 @@ from devtools.screenshots import stop
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SOUL_CHROMIUM", "/usr/bin/chromium")
 START_TIMEOUT = 420.0
+# Within pytest-timeout's 120 s, so that a process that does not stop is
+# killed here and its log shown, not cut off with the teardown.
+STOP_TIMEOUT = 90.0
+NAMES = ("llm", "develop")  # the processes started, in order
 BODY = "terminal-001"
 
 try:
@@ -227,12 +231,13 @@ def soul_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoulHA]:
     logs.mkdir()
     processes = []
     try:
-        for name, command in (
+        for name, command in zip(
+            NAMES,
             (
-                "llm",
                 [sys.executable, "-m", "devtools.fake_llm", "--port", str(llm_port)],
+                [sys.executable, "-m", "devtools.develop"],
             ),
-            ("develop", [sys.executable, "-m", "devtools.develop"]),
+            strict=True,
         ):
             with (logs / f"{name}.log").open("wb") as out:
                 processes.append(
@@ -267,9 +272,18 @@ def soul_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoulHA]:
         _prepare(ha, f"http://127.0.0.1:{llm_port}/v1")
         yield ha
     finally:
-        for process in reversed(processes):
-            stop(process, signal.SIGINT, 120)
+        late = [
+            name
+            for name, process in reversed(list(zip(NAMES, processes, strict=False)))
+            if not stop(process, signal.SIGINT, STOP_TIMEOUT)
+        ]
         pytest_socket.disable_socket(allow_unix_socket=True)
+        if late:  # killed: say what the log said last (it is gone with the run)
+            tail = (logs / "develop.log").read_text(errors="replace")[-6000:]
+            pytest.fail(
+                f"{' and '.join(late)} did not stop within {STOP_TIMEOUT:g} s;"
+                f" develop.log ends:\n{tail}"
+            )
 
 
 @pytest.fixture
