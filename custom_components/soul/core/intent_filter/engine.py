@@ -154,6 +154,7 @@ def filter_intents(
     compiled_before = deferred_compile_seconds()
     with budget(REGEX_BUDGET):  # every catalog pattern of this command, together
         ctx = Context(req, catalog, locale)
+        ctx.keeping = said.again  # a command heard once leaves little behind
         options = req.options
         command = req.command
         segments: Sequence[Segment]

@@ -128,6 +128,9 @@ class Context:
         # Durations read whose check against ``now`` decided what they are: a
         # score that read one is not the text's alone (``scoring``).
         self.now_read = 0
+        # Whether what is read of this command's texts is kept (``said``): the
+        # engine keeps it for a command heard again.
+        self.keeping = True
         # Patterns that timed out on this command are not run again on it.
         # Nothing is kept across commands: one user's command must not
         # disable an intent of a body (or of every body with that catalog).
@@ -160,7 +163,7 @@ class Context:
         except UnsafeRegexError as err:  # compiled at validation; kept for safety
             self._warn(intent, pattern, str(err))
         else:
-            if len(text) <= MAX_KEPT_TEXT:
+            if self.keeping and len(text) <= MAX_KEPT_TEXT:
                 keep(SEARCHES, key, match)
             return match
         self.incomplete += 1
@@ -188,7 +191,7 @@ class Context:
         """
         if (known := self._durations.get(text)) is None:
             now = self.request.now
-            merged = merged_durations(text)
+            merged = merged_durations(text, self.keeping)
             found = [
                 d
                 for d in merged
@@ -341,7 +344,7 @@ def read_owners(catalog: Catalog, reading: Reading) -> None:
 
 def read_clause(ctx: Context, seg: Segment) -> Reading:
     """Read one clause of the command (spans in command coordinates)."""
-    said = clause_text(seg.text, seg.start, ctx.locale, SURELY_IN_TIME)
+    said = clause_text(seg.text, seg.start, ctx.locale, SURELY_IN_TIME, ctx.keeping)
     clause = said.clause
     offset = seg.start
     durations: Sequence[Duration] = ()

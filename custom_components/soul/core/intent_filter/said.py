@@ -154,14 +154,14 @@ def _merge(durations: list[Duration]) -> list[Duration]:
 _durations: dict[str, tuple[Duration, ...]] = {}
 
 
-def merged_durations(text: str) -> tuple[Duration, ...]:
-    """Return the durations in ``text``, adjacent ones joined (kept by text)."""
+def merged_durations(text: str, keeping: bool = True) -> tuple[Duration, ...]:
+    """Return the durations in ``text``, adjacent ones joined (kept if ``keeping``)."""
     if (found := _durations.get(text)) is not None:
         return found
     durations = find_durations(text)
     if len(durations) > 1:  # one duration or none: nothing to join
         durations = _merge(durations)
-    if len(text) > MAX_KEPT_TEXT:
+    if not keeping or len(text) > MAX_KEPT_TEXT:
         return tuple(durations)
     return keep(_durations, text, tuple(durations))
 
@@ -216,11 +216,17 @@ def _number_tokens(folded: str, offset: int) -> tuple[tuple[float, int, int], ..
 _texts: dict[tuple[str, int, str], ClauseText] = {}
 
 
-def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText:
+def clause_text(
+    text: str,
+    start: int,
+    locale: str,
+    surely: float,
+    keeping: bool = True,
+) -> ClauseText:
     """Return what the clause ``text`` at ``start`` of its command says in ``locale``.
 
     ``surely`` is how many seconds from any ``now`` surely lie within the
-    calendar (``reading.SURELY_IN_TIME``).
+    calendar (``reading.SURELY_IN_TIME``); what is read is kept if ``keeping``.
     """
     key = (text, start, locale)
     if (known := _texts.get(key)) is not None:
@@ -238,7 +244,7 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
             for e in found
         )
     )
-    durations = merged_durations(folded)
+    durations = merged_durations(folded, keeping)
     if start:
         durations = tuple(
             Duration(d.seconds, d.start + start, d.end + start, d.relative)
@@ -262,7 +268,7 @@ def clause_text(text: str, start: int, locale: str, surely: float) -> ClauseText
         clock_phrases(folded),
     )
     read.key = key
-    if len(text) > MAX_KEPT_TEXT:
+    if not keeping or len(text) > MAX_KEPT_TEXT:
         return read
     return keep(_texts, key, read)
 
@@ -274,10 +280,13 @@ class CommandText:
     ``engine`` decides from its text alone), once decided.
     """
 
-    __slots__ = ("_clauses", "_locale", "classified", "command")
+    __slots__ = ("_clauses", "_locale", "again", "classified", "command")
 
     def __init__(self, command: str) -> None:
         self.command = command
+        # Whether it was heard again since it was kept: only then is what is
+        # read of its clauses kept (a command heard once leaves this behind).
+        self.again = False
         self._clauses: tuple[Segment, ...] | None = None
         self._locale: str | None = None
         self.classified: tuple[str, str, float] | None = None
@@ -301,6 +310,7 @@ _commands: dict[str, CommandText] = {}
 def command_text(command: str) -> CommandText:
     """Return what ``command`` says (kept by command)."""
     if (known := _commands.get(command)) is not None:
+        known.again = True
         return known
     read = CommandText(command)
     if len(command) > MAX_KEPT_TEXT:
