@@ -323,6 +323,10 @@ def _timed(command: str, now: str = NOW) -> dict[str, Any]:
     return response
 
 
+def _scores_of(catalog: Any) -> list[Any]:
+    return [key for key in said.SCORES if key[0] == catalog.serial]
+
+
 def test_a_score_without_a_time_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     # "提醒我喝水": an intent with a *_seconds slot (that reads no duration)
     commands = [*COMMANDS, "不要开灯", "灯太亮了", "开灯，音量30", "提醒我喝水"]
@@ -332,15 +336,15 @@ def test_a_score_without_a_time_is_kept(monkeypatch: pytest.MonkeyPatch) -> None
     # Heard once, a command leaves only itself (its clauses and locale).
     assert not said._texts
     assert not said.SEARCHES
-    assert not catalog.known_scores
+    assert not _scores_of(catalog)
     # Heard again, what its clauses say is kept; heard a third time, the
     # scores on them too.
     assert [_answer(command) for command in commands] == first
     assert said._texts
     assert said.SEARCHES
-    assert not catalog.known_scores
+    assert not _scores_of(catalog)
     assert [_answer(command) for command in commands] == first
-    assert catalog.known_scores
+    assert _scores_of(catalog)
     scored = []
     score = scoring._score
 
@@ -454,3 +458,26 @@ def test_owners_of_a_clause_are_kept_by_the_catalog(
     for _ in range(3):
         _answer("开灯")
     assert owned[-5:] == ["开灯"] * 5
+
+
+def test_scores_of_every_catalog_together_are_bounded() -> None:
+    """A home's bodies each have their catalog: how many does not multiply it."""
+    words = [f"w{i}z" for i in range(30)]
+    intents = [
+        {"id": f"i{i}", "match": {"keywords_any": [w]}} for i, w in enumerate(words)
+    ]
+    catalogs = [compile_catalog([*intents, {"id": f"c{n}"}]) for n in range(14)]
+    most = 0
+    for catalog in catalogs:
+        for text in range(20):
+            command = f"t{text} {' '.join(words)}"  # every intent scores on it
+            for _ in range(3):  # heard a third time, a command's scores are kept
+                filter_intents(
+                    {"command": command, "intent_catalog": LIGHT, "now": NOW},
+                    compiled=catalog,
+                )
+                assert len(said.SCORES) <= said.KEPT_SCORES
+                most = max(most, len(said.SCORES))
+    # 14 catalogs x 20 texts x 30 intents' scores, more than are kept
+    assert most > said.KEPT_SCORES - 30
+    assert {key[0] for key in said.SCORES} <= {c.serial for c in catalogs}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+import itertools
 import marshal
 import re
 import threading
@@ -34,7 +35,6 @@ from .entries import (
     is_mapping,
 )
 from .lexicon import lexicon, surfaces_of
-from .said import generation
 
 MAX_INTENTS = 256
 # Distinct keyword forms of a whole catalog (folded forms and synonyms count).
@@ -45,6 +45,9 @@ CACHE_SIZE = 64
 FEW_FIRSTS = 128  # distinct first characters of the keywords: one trie, no buckets
 SYNONYM_TYPES = frozenset({"device", "color", "motion", "room"})
 _FOLDED_RULES = (*KEYWORD_RULES, "examples")
+
+
+_serials = itertools.count(1)  # ``Catalog.serial``
 
 
 @dataclass(slots=True)
@@ -69,23 +72,10 @@ class Catalog:
     )
     # intents a time alone may imply (``implied``): a moment slot, no hard rule
     moment_intents: tuple[int, ...] = ()
-    # What is kept of the clause texts read against this catalog, for the
-    # ``said.generation`` ``known_generation`` (``known``): (clause text's
-    # key, intent index) → what the intent scored there (``scoring``), and
-    # clause text's key → its intents' keyword hits (``Reading.by_owner``).
-    known_scores: dict[tuple[tuple[str, int, str], int], Any] = field(
-        default_factory=dict
-    )
-    known_owners: dict[tuple[str, int, str], Any] = field(default_factory=dict)
-    known_generation: int = 0
-
-
-def known(catalog: Catalog) -> None:
-    """Forget what ``catalog`` kept of texts since forgotten (``said.forget``)."""
-    if catalog.known_generation != (current := generation()):
-        catalog.known_scores.clear()
-        catalog.known_owners.clear()
-        catalog.known_generation = current
+    # Tells this catalog's kept scores and owners apart (``said.SCORES``,
+    # ``said.OWNERS``): never reused, so nothing kept outlives its catalog's
+    # meaning.
+    serial: int = field(default_factory=_serials.__next__)
 
 
 # A catalog's keyword index (by its intents' keywords), its patterns (by its

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ..safe_regex import budget, deferred_compile_seconds
-from .catalog import Catalog, cached_catalog, known
+from .catalog import Catalog, cached_catalog
 from .entries import fold
 from .implied import claim_by_time, timed_request
 from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
@@ -147,7 +147,6 @@ def filter_intents(
     )
     said = command_text(req.command)
     locale = req.locale or said.locale()
-    known(catalog)  # what it kept of texts since forgotten is forgotten
     # From here on (the catalog is compiled): the command's own time.
     deadline = time.perf_counter() + FILTER_BUDGET
     # Patterns compiled on their first use: that time is not the command's.

@@ -28,6 +28,7 @@ from .said import (
     KEPT_INDEXES,
     MAX_KEPT_TEXT,
     NOT_SEARCHED,
+    OWNERS,
     SEARCHES,
     ClauseText,
     Markers,
@@ -334,12 +335,13 @@ def _clause_hits(catalog: Catalog, said: ClauseText) -> list[Hit]:
 def read_owners(catalog: Catalog, reading: Reading) -> None:
     """Give each intent its keywords' hits (``Reading.own``), kept by clause text."""
     said = reading.said
-    if (known := catalog.known_owners.get(said.key)) is not None:
+    key = (catalog.serial, said.key)
+    if (known := OWNERS.get(key)) is not None:
         reading.by_owner = known
         return
     reading.own(catalog.keyword_owners)
     if said.again and len(reading.hits) <= KEPT_HITS:  # a text kept, heard again
-        keep(catalog.known_owners, said.key, reading.by_owner)
+        keep(OWNERS, key, reading.by_owner)
 
 
 def read_clause(ctx: Context, seg: Segment) -> Reading:

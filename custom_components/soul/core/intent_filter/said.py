@@ -9,8 +9,9 @@ keyword index found in it) is kept by text
 (``ClauseText``), as are a command's clauses and locale (``CommandText``),
 the durations of a text and the pattern searches that ran to their end
 (``SEARCHES``). What depends on ``now`` (clock times, a duration past the
-calendar) is read for every request. A catalog keeps what its intents
-scored on a clause text heard again (``scoring``, ``catalog.known``).
+calendar) is read for every request. What a catalog's intents scored on a
+clause text heard again, and the keyword hits each owns there, are kept by
+catalog and text, every catalog's in one table (``SCORES``, ``OWNERS``).
 
 Every table is bounded (emptied when full) and keeps only texts of at most
 ``MAX_KEPT_TEXT`` characters: a long text is read afresh each time.
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 MAX_KEPT_TEXT = 200  # characters of a text kept; longer ones are read each time
 KEPT_TEXTS = 1024  # texts each table keeps before it is emptied
+KEPT_SCORES = 4096  # intents' scores on clause texts kept, every catalog's together
 KEPT_INDEXES = 8  # catalog keyword indexes whose hits a clause text keeps
 KEPT_HITS = 32  # keyword hits kept of one clause; more are found each time
 _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
@@ -58,9 +60,9 @@ _NOT_CONTENT = re.compile(r"\W")  # a clause's few other characters, counted
 _NO_TYPES: frozenset[str] = frozenset()
 
 
-def keep[K, V](table: dict[K, V], key: K, value: V) -> V:
-    """Keep ``value`` in ``table`` (emptied first when full); return it."""
-    if len(table) >= KEPT_TEXTS:
+def keep[K, V](table: dict[K, V], key: K, value: V, size: int = KEPT_TEXTS) -> V:
+    """Keep ``value`` in ``table`` (emptied first when it holds ``size``); return it."""
+    if len(table) >= size:
         table.clear()
     table[key] = value
     return value
@@ -326,21 +328,16 @@ SEARCHES: dict[tuple[str, str], Any] = {}
 NOT_SEARCHED: Any = object()  # what ``SEARCHES`` holds for a search never kept
 
 
-# How many times everything read was forgotten: what is kept elsewhere (a
-# catalog's scores, ``scoring``) is kept for one of these generations.
-_forgotten = [0]
-
-
-def generation() -> int:
-    """Return the generation of what is kept (``forget`` starts a new one)."""
-    return _forgotten[0]
+# What an intent scored on a clause text, by (``Catalog.serial``, clause
+# text's key, intent index) (``scoring``), and the keyword hits each intent of
+# a catalog owns there, by (``Catalog.serial``, clause text's key)
+# (``reading.read_owners``): every catalog's in one table each, so that how
+# many catalogs a home has does not multiply what is kept.
+SCORES: dict[tuple[int, tuple[str, int, str], int], Any] = {}
+OWNERS: dict[tuple[int, tuple[str, int, str]], Any] = {}
 
 
 def forget() -> None:
-    """Forget every text read and what was kept of it (tests and benchmarks).
-
-    A catalog's kept scores are forgotten too (``generation``).
-    """
-    for table in (_commands, _durations, _texts, SEARCHES):
+    """Forget every text read and what was kept of it (tests and benchmarks)."""
+    for table in (_commands, _durations, _texts, SEARCHES, SCORES, OWNERS):
         table.clear()
-    _forgotten[0] += 1

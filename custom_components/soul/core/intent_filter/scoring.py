@@ -15,7 +15,7 @@ from typing import Any
 
 from .entries import Intent
 from .reading import Context, Hit, KeywordHits, Reading
-from .said import keep
+from .said import KEPT_SCORES, SCORES, keep
 from .slots import fill_slots
 
 SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
@@ -78,9 +78,9 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
     the same whatever the request's ``now`` unless a duration its slots read
     was checked against it (``Context.now_read``: a ``*_seconds`` capture
     past the calendar at one ``now``, within it at another): its score is a
-    function of the clause's text (and locale) and the catalog, kept by the
-    catalog when every pattern search ran to its end (once the text is heard
-    again: ``ClauseText.again``).
+    function of the clause's text (and locale) and the catalog, kept by both
+    (``said.SCORES``) when every pattern search ran to its end (once the
+    text is heard again: ``ClauseText.again``).
     """
     if (
         reading.durations
@@ -89,16 +89,15 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         or not reading.said.again
     ):
         return _score(ctx, intent, reading)
-    known_scores = ctx.catalog.known_scores  # of this generation (``known``)
-    key = (reading.said.key, intent.index)
-    if (known := known_scores.get(key, _NOT_SCORED)) is not _NOT_SCORED:
+    key = (ctx.catalog.serial, reading.said.key, intent.index)
+    if (known := SCORES.get(key, _NOT_SCORED)) is not _NOT_SCORED:
         return None if known is None else _candidate(intent, reading, known)
     incomplete, now_read = ctx.incomplete, ctx.now_read
     candidate = _score(ctx, intent, reading)
     if ctx.incomplete != incomplete or ctx.now_read != now_read:
         return candidate  # a search did not run to its end, or ``now`` decided
     if candidate is None:
-        keep(known_scores, key, None)
+        keep(SCORES, key, None, KEPT_SCORES)
         return None
     kept: KeptScore = (
         candidate.confidence,
@@ -108,7 +107,7 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
         candidate.missing,
         candidate.strong,
     )
-    keep(known_scores, key, kept)
+    keep(SCORES, key, kept, KEPT_SCORES)
     return _candidate(intent, reading, kept)  # the response's: the caller's
 
 
