@@ -46,6 +46,10 @@ START_TIMEOUT = 420.0
 # killed here and its log shown, not cut off with the teardown.
 STOP_TIMEOUT = 90.0
 NAMES = ("llm", "develop")  # the processes started, in order
+# How each stops. Not SIGINT for the fake LLM: a run started in the
+# background (nohup, a CI job) ignores SIGINT, its children inherit that, and
+# only develop handles it itself (as Ctrl-C).
+STOP_SIGNALS = {"llm": signal.SIGTERM, "develop": signal.SIGINT}
 BODY = "terminal-001"
 
 try:
@@ -275,7 +279,7 @@ def soul_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoulHA]:
         late = [
             name
             for name, process in reversed(list(zip(NAMES, processes, strict=False)))
-            if not stop(process, signal.SIGINT, STOP_TIMEOUT)
+            if not stop(process, STOP_SIGNALS[name], STOP_TIMEOUT)
         ]
         pytest_socket.disable_socket(allow_unix_socket=True)
         if late:  # killed: say what the log said last (it is gone with the run)
