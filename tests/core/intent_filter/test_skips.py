@@ -18,7 +18,6 @@ from custom_components.soul.core.intent_filter import (
     durations,
     implied,
     reading as reading_module,
-    said,
     scoring,
     segmenter,
     text as text_module,
@@ -129,14 +128,16 @@ def test_numbers_are_not_scanned_in_a_clause_without_a_numeral(
         def finditer(self, text: str) -> Any:
             raise AssertionError(text)
 
-    monkeypatch.setattr(said, "_NUMBER_TOKEN", Refuse())
+    monkeypatch.setattr(reading_module, "_NUMBER_TOKEN", Refuse())
     ctx = _alarm_context("帮我开灯")
-    assert not read_clause(ctx, segment("帮我开灯")[0]).numbers
+    assert read_clause(ctx, segment("帮我开灯")[0]).numbers == []
 
 
 def test_number_characters_are_what_a_number_begins_with() -> None:
-    begins = {chr(c) for c in range(0x110000) if said._NUMBER_TOKEN.match(chr(c))}
-    assert begins <= said._NUMBER_CHARS
+    begins = {
+        chr(c) for c in range(0x110000) if reading_module._NUMBER_TOKEN.match(chr(c))
+    }
+    assert begins <= reading_module._NUMBER_CHARS
 
 
 def test_english_clock_times_are_looked_for_only_beside_a_digit(
@@ -243,7 +244,7 @@ def test_one_duration_is_not_merged(monkeypatch: pytest.MonkeyPatch) -> None:
 
     ctx = _alarm_context("x")
     merged = ctx.durations("1小时30分钟后")
-    monkeypatch.setattr(said, "_merge", refuse)
+    monkeypatch.setattr(reading_module, "_merge", refuse)
     assert [(d.seconds, d.relative) for d in ctx.durations("10分钟后")] == [(600, True)]
     assert ctx.durations("开灯") == []
     assert [d.seconds for d in merged] == [5400]
@@ -339,7 +340,7 @@ def test_an_english_command_without_a_conjunction_is_not_searched(
 def test_content_length_counts_the_other_characters() -> None:
     word = re.compile(r"[\w]")
     for sample in [*_texts()[:3000], "a_b c", "灯 ， 亮", "１２ three", "\u3000x"]:
-        assert len(sample) - len(said._NOT_CONTENT.findall(sample)) == len(
+        assert len(sample) - len(reading_module._NOT_CONTENT.findall(sample)) == len(
             word.findall(sample)
         ), sample
 

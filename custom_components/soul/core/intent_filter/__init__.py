@@ -6,10 +6,8 @@ by concept: ``numbers``, ``durations`` and ``timepoints`` read values;
 ``lexicon`` holds Soul's built-in vocabulary and decision markers; ``entries``
 checks one catalog entry (an intent and its slots) and ``catalog`` compiles a
 whole catalog (keyword index, cached by content); ``request`` checks the
-request; ``reading`` reads each clause once; ``said`` keeps what a text says
-whatever the clock and catalog, for the next command that says it; ``slots``
-fills an intent's slots; ``scoring`` scores an intent against a clause;
-``engine`` decides.
+request; ``reading`` reads each clause once; ``slots`` fills an intent's slots;
+``scoring`` scores an intent against a clause; ``engine`` decides.
 """
 
 from .catalog import cached_catalog, clear_compile_cache, compile_catalog

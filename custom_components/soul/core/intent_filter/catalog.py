@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-import itertools
 import marshal
 import re
 import threading
@@ -47,9 +46,6 @@ SYNONYM_TYPES = frozenset({"device", "color", "motion", "room"})
 _FOLDED_RULES = (*KEYWORD_RULES, "examples")
 
 
-_serials = itertools.count(1)  # ``Catalog.serial``
-
-
 @dataclass(slots=True)
 class Catalog:
     """A compiled catalog: its intents and a keyword index shared by all of them."""
@@ -72,10 +68,6 @@ class Catalog:
     )
     # intents a time alone may imply (``implied``): a moment slot, no hard rule
     moment_intents: tuple[int, ...] = ()
-    # Tells this catalog's kept scores and owners apart (``said.SCORES``,
-    # ``said.OWNERS``): never reused, so nothing kept outlives its catalog's
-    # meaning.
-    serial: int = field(default_factory=_serials.__next__)
 
 
 # A catalog's keyword index (by its intents' keywords), its patterns (by its

@@ -12,21 +12,20 @@ confidence formula.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import re
 import time
 from typing import Any
 
+from ..language import detect_locale
 from ..safe_regex import budget, deferred_compile_seconds
 from .catalog import Catalog, cached_catalog
 from .entries import fold
 from .implied import claim_by_time, timed_request
 from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
-from .reading import Context, Reading, read_clause, read_owners
+from .reading import Context, Reading, expresses_emotion, read_clause
 from .request import DEFAULT_TIMEZONE, parse_request
-from .said import command_text, expresses_emotion
 from .scoring import Candidate, rank, score_intent
-from .segmenter import Segment
+from .segmenter import Segment, segment
 from .slots import json_number
 
 _CONTENT = re.compile(r"\w")
@@ -145,20 +144,17 @@ def filter_intents(
     catalog, cached = (
         (compiled, True) if compiled is not None else cached_catalog(req.entries)
     )
-    said = command_text(req.command)
-    locale = req.locale or said.locale()
+    locale = req.locale or detect_locale(req.command)
     # From here on (the catalog is compiled): the command's own time.
     deadline = time.perf_counter() + FILTER_BUDGET
     # Patterns compiled on their first use: that time is not the command's.
     compiled_before = deferred_compile_seconds()
     with budget(REGEX_BUDGET):  # every catalog pattern of this command, together
         ctx = Context(req, catalog, locale)
-        ctx.keeping = said.again  # a command heard once leaves little behind
         options = req.options
         command = req.command
-        segments: Sequence[Segment]
         if options["allow_multi_intent"]:
-            segments = said.clauses()
+            segments = segment(command)
         else:
             stripped = command.strip()
             start = command.index(stripped)
@@ -198,6 +194,7 @@ def filter_intents(
             options["max_intents_per_segment"] if options["allow_multi_intent"] else 1
         )
         catalog_intents = catalog.intents
+        keyword_owners = catalog.keyword_owners
         min_confidence = options["min_confidence"]
         debug_candidates = options["return_debug_candidates"]
         rule_intents = catalog.rule_intents
@@ -213,7 +210,7 @@ def filter_intents(
                     unmatched[later] = ("not_read", [])
                 break
             # Only intents with a keyword hit, or rules beyond keywords, can match.
-            read_owners(catalog, reading)
+            reading.own(keyword_owners)
             by_owner = reading.by_owner
             # In catalog order (an intent's index is its place in the catalog).
             if not rule_intents:
@@ -328,9 +325,7 @@ def filter_intents(
             elif any(c.reading.markers.question for c in mentioned):
                 system, reason, confidence = SYS_FALLBACK, "question_about_device", 0.8
             else:
-                if (classified := said.classified) is None:
-                    classified = said.classified = _classify(command)
-                system, reason, confidence = classified
+                system, reason, confidence = _classify(command)
             decision = {
                 "action": "no_action"
                 if system == SYS_NO_ACTION

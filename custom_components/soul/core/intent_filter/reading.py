@@ -1,44 +1,40 @@
 """Reading a clause: everything the filter learns from it once, for every intent.
 
 ``read_clause`` finds a clause's built-in entities, durations, clock times,
-numbers, catalog keyword hits and (lazily) decision markers; what depends on
-the text alone comes from ``said`` (read once per text). ``Context`` is the
-state of one command: the catalog patterns it searches within its time (a
-search that ran to its end is kept by pattern and text), its warnings and
-its durations.
+numbers, catalog keyword hits and (lazily) decision markers. ``Context`` is
+the state of one command: the catalog patterns it searches within its time,
+its warnings and its durations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 import re
 from typing import Any
-import weakref
 
+from ..emotion.recognizer import analyze_emotion
 from ..safe_regex import RegexBudgetError, RegexTimeoutError, UnsafeRegexError, search
 from .catalog import Catalog
-from .durations import Duration
+from .durations import Duration, find_durations
 from .entries import Intent
-from .lexicon import Entity
-from .request import Request
-from .said import (
-    KEPT_HITS,
-    KEPT_INDEXES,
-    MAX_KEPT_TEXT,
-    NOT_SEARCHED,
-    OWNERS,
-    SEARCHES,
-    ClauseText,
-    Markers,
-    clause_text,
-    keep,
-    merged_durations,
+from .lexicon import (
+    CONVERSATION,
+    DEGREE,
+    EXCLAMATION,
+    OPINION,
+    POLITE_REQUEST,
+    Entity,
+    find_entities,
+    is_negated,
+    is_question,
 )
+from .numbers import parse_number
+from .request import Request
 from .segmenter import Segment
-from .text import Clause
-from .timepoints import TimePoint, resolve
+from .text import Clause, make_clause
+from .timepoints import TimePoint, find_time_points
 
 REGEX_TIMEOUT = 0.01  # seconds one catalog pattern may run on one clause
 MAX_WARNINGS = 16
@@ -50,6 +46,10 @@ MAX_CLAUSE_HITS = 512
 # wall time at most seven, and a time zone moves it by less than two): a
 # duration of up to four days from it surely ends in time (``ends_in_time``).
 SURELY_IN_TIME = 4 * 86400
+_NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六七八九十百千万]+")
+# What a number token begins with: a clause holding none of them has no number.
+_NUMBER_CHARS = frozenset("0123456789零〇一二两兩三四五六七八九十百千万")
+_NOT_CONTENT = re.compile(r"\W")  # a clause's few other characters, counted
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
 _LATIN_TAIL = re.compile(r"[a-z]*")
 
@@ -68,6 +68,62 @@ class Hit:
 type KeywordHits = list[tuple[int, Hit]]
 
 
+class Markers:
+    """The decision markers of a clause, read only when a decision needs them."""
+
+    __slots__ = ("_chatty", "_negated", "_polite", "_question", "_remark", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        # None until read; each is read at most once per clause
+        self._negated: bool | None = None
+        self._question: bool | None = None
+        self._chatty: bool | None = None
+        self._remark: bool | None = None
+        self._polite: bool | None = None
+
+    @property
+    def negated(self) -> bool:
+        """Negation markers ("不要", "don't")."""
+        if (value := self._negated) is None:
+            value = self._negated = is_negated(self._text)
+        return value
+
+    @property
+    def question(self) -> bool:
+        """Question markers."""
+        if (value := self._question) is None:
+            value = self._question = is_question(self._text)
+        return value
+
+    @property
+    def chatty(self) -> bool:
+        """Opinion, conversation or exclamation markers."""
+        if (value := self._chatty) is None:
+            text = self._text
+            value = self._chatty = bool(
+                OPINION.search(text)
+                or CONVERSATION.search(text)
+                or EXCLAMATION.search(text)
+                or expresses_emotion(text)
+            )
+        return value
+
+    @property
+    def remark(self) -> bool:
+        """Degree words that make a remark of a clause without an action ("灯太亮了")."""
+        if (value := self._remark) is None:
+            value = self._remark = DEGREE.search(self._text) is not None
+        return value
+
+    @property
+    def polite(self) -> bool:
+        """Request markers: "帮我", "请", "please"."""
+        if (value := self._polite) is None:
+            value = self._polite = POLITE_REQUEST.search(self._text) is not None
+        return value
+
+
 @dataclass(slots=True)
 class Reading:
     """Everything read from one clause, shared by every intent scored against it."""
@@ -75,15 +131,15 @@ class Reading:
     seg: Segment
     clause: Clause
     content_length: int
-    entities: Sequence[Entity]
-    durations: Sequence[Duration]
+    entities: list[Entity]
+    durations: list[Duration]
     time_points: list[TimePoint]
-    numbers: Sequence[tuple[float, int, int]]
+    numbers: list[tuple[float, int, int]]
     hits: list[Hit]
     markers: Markers
-    types: set[str]
-    said: ClauseText  # what the clause's text says (kept by text)
+    types: set[str] = field(default_factory=set)
     borrowed: Reading | None = None  # a neighbouring time-only clause
+    grams: frozenset[str] | None = None  # the folded clause's bigrams, when read
     # intent index → its (keyword's hits, rule) pairs: each intent sees only
     # its own keywords, and a keyword found many times is still one pair
     by_owner: dict[int, list[tuple[KeywordHits, str]]] = field(default_factory=dict)
@@ -124,14 +180,7 @@ class Context:
         self.locale = locale
         self.warnings: list[dict[str, str]] = []
         self._warned: set[tuple[str, str, str]] = set()
-        # text → (its durations, whether the request's ``now`` decided them)
-        self._durations: dict[str, tuple[list[Duration], bool]] = {}
-        # Durations read whose check against ``now`` decided what they are: a
-        # score that read one is not the text's alone (``scoring``).
-        self.now_read = 0
-        # Whether what is read of this command's texts is kept (``said``): the
-        # engine keeps it for a command heard again.
-        self.keeping = True
+        self._durations: dict[str, list[Duration]] = {}
         # Patterns that timed out on this command are not run again on it.
         # Nothing is kept across commands: one user's command must not
         # disable an intent of a body (or of every body with that catalog).
@@ -146,13 +195,9 @@ class Context:
         if self._budget_spent or pattern in self._slow:
             self.incomplete += 1
             return None  # reported once, when it happened
-        if (match := SEARCHES.get(key := (pattern, text), NOT_SEARCHED)) is not (
-            NOT_SEARCHED
-        ):
-            return match  # a search that ran to its end before: its answer
         compiled = self.catalog.patterns.get(pattern, pattern)
         try:
-            match = search(compiled, text, timeout=REGEX_TIMEOUT)
+            return search(compiled, text, timeout=REGEX_TIMEOUT)
         except RegexBudgetError as err:
             # The command's time is spent (not this pattern's fault): no
             # pattern runs any more on this command.
@@ -163,10 +208,6 @@ class Context:
             self._warn(intent, pattern, str(err))
         except UnsafeRegexError as err:  # compiled at validation; kept for safety
             self._warn(intent, pattern, str(err))
-        else:
-            if self.keeping and len(text) <= MAX_KEPT_TEXT:
-                keep(SEARCHES, key, match)
-            return match
         self.incomplete += 1
         return None
 
@@ -190,23 +231,19 @@ class Context:
         A duration that ends past the calendar ("一亿天" from now) is no
         duration, as a clock time that cannot be resolved is no clock time.
         """
-        if (known := self._durations.get(text)) is None:
-            now = self.request.now
-            merged = merged_durations(text, self.keeping)
-            found = [
-                d
-                for d in merged
-                if 0 <= d.seconds <= SURELY_IN_TIME or ends_in_time(now, d.seconds)
-            ]
-            # whether ``now`` decided (a duration not surely within the calendar)
-            known = self._durations[text] = (
-                found,
-                bool(merged)
-                and any(not 0 <= d.seconds <= SURELY_IN_TIME for d in merged),
-            )
-        if known[1]:
-            self.now_read += 1
-        return known[0]
+        if text not in self._durations:
+            found = find_durations(text)
+            if len(found) > 1:  # one duration or none: nothing to join
+                found = _merge(found)
+            if found:
+                now = self.request.now
+                found = [
+                    d
+                    for d in found
+                    if 0 <= d.seconds <= SURELY_IN_TIME or ends_in_time(now, d.seconds)
+                ]
+            self._durations[text] = found
+        return self._durations[text]
 
 
 def ends_in_time(now: datetime, seconds: float) -> bool:
@@ -216,6 +253,27 @@ def ends_in_time(now: datetime, seconds: float) -> bool:
     except (OverflowError, ValueError):  # past year 9999, or not a number
         return False
     return True
+
+
+def _merge(durations: list[Duration]) -> list[Duration]:
+    """Join adjacent durations ("1小时30分钟后", "2 hours 10 minutes")."""
+    merged: list[Duration] = []
+    for duration in durations:
+        if (
+            merged
+            and 0 <= duration.start - merged[-1].end <= 1
+            and not merged[-1].relative
+        ):
+            last = merged[-1]
+            merged[-1] = Duration(
+                last.seconds + duration.seconds,
+                last.start,
+                duration.end,
+                duration.relative,
+            )
+        else:
+            merged.append(duration)
+    return merged
 
 
 def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
@@ -317,86 +375,86 @@ def _hit_order(hit: Hit) -> tuple[int, int]:
     return hit.start, -len(hit.keyword)
 
 
-def _clause_hits(catalog: Catalog, said: ClauseText) -> list[Hit]:
-    """Return the catalog's keyword hits in a clause (kept with its text)."""
-    if (pattern := catalog.keyword_pattern) is None:
-        return []
-    for index, hits in said.hits:
-        if index() is pattern:
-            return hits
-    hits = _keyword_hits(catalog, said.clause)
-    if len(hits) <= KEPT_HITS:
-        if len(said.hits) >= KEPT_INDEXES:
-            said.hits.clear()
-        said.hits.append((weakref.ref(pattern), hits))
-    return hits
-
-
-def read_owners(catalog: Catalog, reading: Reading) -> None:
-    """Give each intent its keywords' hits (``Reading.own``), kept by clause text."""
-    said = reading.said
-    key = (catalog.serial, said.key)
-    if (known := OWNERS.get(key)) is not None:
-        reading.by_owner = known
-        return
-    reading.own(catalog.keyword_owners)
-    if said.again and len(reading.hits) <= KEPT_HITS:  # a text kept, heard again
-        keep(OWNERS, key, reading.by_owner)
-
-
 def read_clause(ctx: Context, seg: Segment) -> Reading:
     """Read one clause of the command (spans in command coordinates)."""
-    said = clause_text(seg.text, seg.start, ctx.locale, SURELY_IN_TIME, ctx.keeping)
-    clause = said.clause
+    clause = make_clause(ctx.request.command, seg.start, seg.end, ctx.locale)
+    folded = clause.folded.text
     offset = seg.start
-    durations: Sequence[Duration] = ()
+    found = find_entities(folded, ctx.locale)
+    # A clause at the start of the command keeps the (frozen) entities as found.
+    entities = (
+        list(found)
+        if not offset
+        else [
+            Entity(e.type, e.value, e.text, e.start + offset, e.end + offset)
+            for e in found
+        ]
+    )
+    durations: list[Duration] = []
     time_points: list[TimePoint] = []
     if ctx.request.options["enable_time_parser"]:
-        now = ctx.request.now
-        durations = said.durations
-        if not said.surely_in_time:  # ``Context.durations``' check, in place
-            durations = [
-                d
-                for d in durations
-                if 0 <= d.seconds <= SURELY_IN_TIME or ends_in_time(now, d.seconds)
+        durations = (
+            list(ctx.durations(folded))
+            if not offset
+            else [
+                Duration(d.seconds, d.start + offset, d.end + offset, d.relative)
+                for d in ctx.durations(folded)
             ]
-        if said.phrases:  # resolved at this request's ``now``
-            time_points = resolve(said.phrases, now, offset)
-    numbers: Sequence[tuple[float, int, int]] = said.numbers
-    if numbers and (durations or time_points):
-        # a number inside a time signal is that signal's
-        numbers = [
-            number
-            for number in numbers
-            if not (
-                any(d.start <= number[1] < d.end for d in durations)
-                or any(t.start <= number[1] < t.end for t in time_points)
-            )
-        ]
-    hits = _clause_hits(ctx.catalog, said)
+        )
+        points = find_time_points(folded, ctx.request.now)
+        time_points = (
+            points
+            if not offset
+            else [TimePoint(t.at, t.start + offset, t.end + offset) for t in points]
+        )
+    numbers = []
+    timed = durations or time_points
+    for match in (
+        () if _NUMBER_CHARS.isdisjoint(folded) else _NUMBER_TOKEN.finditer(folded)
+    ):
+        start, end = match.start() + offset, match.end() + offset
+        if timed and (
+            any(d.start <= start < d.end for d in durations)
+            or any(t.start <= start < t.end for t in time_points)
+        ):
+            continue
+        if (value := parse_number(match.group())) is not None:
+            numbers.append((value, start, end))
+    hits = _keyword_hits(ctx.catalog, clause)
     if len(hits) >= MAX_CLAUSE_HITS:
         ctx.note(
             f"clause {seg.index + 1} holds {MAX_CLAUSE_HITS} catalog keywords or "
             "more; those after were not read"
         )
-    types = set(said.entity_types)
+    types = {e.type for e in entities}
     if numbers:
         types.add("number")
     if durations:
         types.update(("duration", "time"))
     if time_points:
         types.update(("time_point", "time"))
+    # \w is what str.isalnum() accepts, and "_": most clauses are all content
+    content_length = max(
+        1,
+        len(folded)
+        if folded.isalnum()
+        else len(folded) - len(_NOT_CONTENT.findall(folded)),
+    )
     # Positional (in field order): a third cheaper than by keyword.
     return Reading(
         seg,
         clause,
-        said.content_length,
-        said.entities,
+        content_length,
+        entities,
         durations,
         time_points,
         numbers,
         hits,
-        said.markers,
+        Markers(folded),
         types,
-        said,
     )
+
+
+def expresses_emotion(text: str) -> bool:
+    """Whether ``text`` expresses an emotion (``core.emotion``'s recognizer)."""
+    return analyze_emotion(text)["emotion"] != "neutral"

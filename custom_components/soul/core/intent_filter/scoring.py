@@ -13,9 +13,8 @@ import itertools
 from operator import itemgetter
 from typing import Any
 
-from .entries import Intent
+from .entries import Intent, bigrams
 from .reading import Context, Hit, KeywordHits, Reading
-from .said import KEPT_SCORES, SCORES, keep
 from .slots import fill_slots
 
 SYNONYM_WEIGHT = 0.9  # a keyword's other names count slightly less than the keyword
@@ -72,70 +71,7 @@ def noisy_or(scores: list[float]) -> float:
 
 
 def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
-    """Score ``intent`` against one clause; None when a rule excludes it.
-
-    On a clause without a time signal (its own or lent), an intent scores
-    the same whatever the request's ``now`` unless a duration its slots read
-    was checked against it (``Context.now_read``: a ``*_seconds`` capture
-    past the calendar at one ``now``, within it at another): its score is a
-    function of the clause's text (and locale) and the catalog, kept by both
-    (``said.SCORES``) when every pattern search ran to its end (once the
-    text is heard again: ``ClauseText.again``).
-    """
-    if (
-        reading.durations
-        or reading.time_points
-        or reading.borrowed is not None
-        or not reading.said.again
-    ):
-        return _score(ctx, intent, reading)
-    key = (ctx.catalog.serial, reading.said.key, intent.index)
-    if (known := SCORES.get(key, _NOT_SCORED)) is not _NOT_SCORED:
-        return None if known is None else _candidate(intent, reading, known)
-    incomplete, now_read = ctx.incomplete, ctx.now_read
-    candidate = _score(ctx, intent, reading)
-    if ctx.incomplete != incomplete or ctx.now_read != now_read:
-        return candidate  # a search did not run to its end, or ``now`` decided
-    if candidate is None:
-        keep(SCORES, key, None, KEPT_SCORES)
-        return None
-    kept: KeptScore = (
-        candidate.confidence,
-        candidate.evidence,
-        candidate.parameters,
-        candidate.normalized,
-        candidate.missing,
-        candidate.strong,
-    )
-    keep(SCORES, key, kept, KEPT_SCORES)
-    return _candidate(intent, reading, kept)  # the response's: the caller's
-
-
-# What an intent scored on a clause, kept: confidence, evidence, parameters,
-# normalized values, missing slots, strong.
-type KeptScore = tuple[
-    float, list[dict[str, Any]], dict[str, Any], dict[str, Any], list[str], bool
-]
-_NOT_SCORED: Any = object()
-
-
-def _candidate(intent: Intent, reading: Reading, kept: KeptScore) -> Candidate:
-    """Return a candidate of a kept score, with copies of what a response holds."""
-    confidence, evidence, parameters, normalized, missing, strong = kept
-    return Candidate(
-        intent,
-        reading,
-        confidence,
-        [item.copy() for item in evidence],
-        parameters.copy(),
-        normalized.copy(),
-        missing.copy(),
-        strong,
-        "need_clarification" if missing else "ready",
-    )
-
-
-def _score(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
+    """Score ``intent`` against one clause; None when a rule excludes it."""
     hits_any: list[KeywordHits] = []
     synonyms: list[KeywordHits] = []  # other names of a keyword's built-in entity
     found_all: set[str] = set()
@@ -232,7 +168,8 @@ def _score(ctx: Context, intent: Intent, reading: Reading) -> Candidate | None:
         evidence.append({"type": "entity_type", "value": kind, "score": score})
         scores.append(score)
     if intent.examples:
-        clause_grams = reading.said.bigrams()  # once per clause text
+        if (clause_grams := reading.grams) is None:  # once per clause
+            clause_grams = reading.grams = bigrams(reading.clause.folded.text)
         best, closest = max(
             (
                 (

@@ -7,7 +7,6 @@ text is normalised (value maps, numbers, durations, entities).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 import functools
 import re
@@ -43,7 +42,7 @@ def json_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else round(value, 3)
 
 
-def time_signals(reading: Reading) -> tuple[Sequence[Duration], list[TimePoint]]:
+def time_signals(reading: Reading) -> tuple[list[Duration], list[TimePoint]]:
     """Return the clause's durations and clock times, or those lent by a neighbour."""
     if reading.durations or reading.time_points or reading.borrowed is None:
         return reading.durations, reading.time_points

@@ -134,12 +134,8 @@ def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Cl
 
     Japanese keeps its kanji: "開けて" is "open", not Simplified "开けて".
     """
-    return clause_at(command[start:end], start, locale)
-
-
-def clause_at(text: str, start: int, locale: str = "zh-CN") -> Clause:
-    """Build the variants of a clause ``text`` that begins at ``start`` of its command."""
-    original = Variant(text, range(start, start + len(text)))
+    text = command[start:end]
+    original = Variant(text, range(start, end))
     lowered = text.lower()  # ``_lower``, inline for the common case
     if len(lowered) != len(text):
         lowered = _lower(text)

@@ -188,26 +188,18 @@ def _add(
         taken.append(range(start, end))
 
 
-# A clock time as said, before it is resolved against a ``now``: (day,
-# period, hour, minute, start, end), hour and minute read.
-type Phrase = tuple[str | None, str | None, int, int, int, int]
-
-
-def clock_phrases(text: str) -> tuple[Phrase, ...]:
-    """Return the clock times said in ``text``, in the order they are resolved.
-
-    What depends on the text alone: ``resolve`` makes them moments of a ``now``.
-    """
-    found: list[Phrase] = []
+def find_time_points(text: str, now: datetime) -> list[TimePoint]:
+    """Return the clock times in ``text`` resolved against ``now``, in order."""
+    found: list[TimePoint] = []
+    taken: list[range] = []
     if not _HOUR_MARKS.isdisjoint(text):
         for match in _CJK.finditer(text):
             hour = parse_chinese_number(match["hour"])
             minute = _minute(match["minute"])
             if hour is None or minute is None or hour != int(hour):
                 continue
-            found.append(
-                (match["day"], match["period"], int(hour), minute, *match.span())
-            )
+            at = _resolve(now, match["day"], match["period"], int(hour), minute)
+            _add(found, taken, at, *match.span())
     if "시" in text:
         for match in _KOREAN.finditer(text):
             hour_start = match.start("hour")
@@ -223,15 +215,8 @@ def clock_phrases(text: str) -> tuple[Phrase, ...]:
             )
             if hour is None or minutes is None or minutes != int(minutes):
                 continue
-            found.append(
-                (
-                    match["day"],
-                    match["period"],
-                    int(hour),
-                    int(minutes),
-                    *match.span(),
-                )
-            )
+            at = _resolve(now, match["day"], match["period"], int(hour), int(minutes))
+            _add(found, taken, at, *match.span())
     if (
         not _ASCII_DIGITS.isdisjoint(text)
         and not _PERIOD_FIRSTS.isdisjoint(text)
@@ -240,41 +225,22 @@ def clock_phrases(text: str) -> tuple[Phrase, ...]:
         for match in _ENGLISH.finditer(text):
             period = match["period"]
             period = None if period.lower() == "o'clock" else period
-            start = match.start() + len(match.group()) - len(match.group().lstrip())
-            found.append(
-                (
-                    match["day"] or match["day2"],
-                    period or match["period1"],
-                    int(match["hour"]),
-                    int(match["minute"] or 0),
-                    start,
-                    match.end(),
-                )
+            day = match["day"] or match["day2"]
+            at = _resolve(
+                now,
+                day,
+                period or match["period1"],
+                int(match["hour"]),
+                int(match["minute"] or 0),
             )
+            start = match.start() + len(match.group()) - len(match.group().lstrip())
+            _add(found, taken, at, start, match.end())
     if ":" in text or "：" in text:
-        found.extend(
-            (None, None, int(match["hour"]), int(match["minute"]), *match.span())
-            for match in _CLOCK.finditer(text)
-        )
-    return tuple(found)
-
-
-def resolve(
-    phrases: tuple[Phrase, ...], now: datetime, offset: int = 0
-) -> list[TimePoint]:
-    """Return the moments ``phrases`` name at ``now``, spans moved by ``offset``.
-
-    One that overlaps a phrase kept before it is left out.
-    """
-    found: list[TimePoint] = []
-    taken: list[range] = []
-    for day, period, hour, minute, start, end in phrases:
-        at = _resolve(now, day, period, hour, minute)
-        _add(found, taken, at, start + offset, end + offset)
+        for match in _CLOCK.finditer(text):
+            _add(
+                found,
+                taken,
+                _resolve(now, None, None, int(match["hour"]), int(match["minute"])),
+                *match.span(),
+            )
     return sorted(found, key=_start) if len(found) > 1 else found
-
-
-def find_time_points(text: str, now: datetime) -> list[TimePoint]:
-    """Return the clock times in ``text`` resolved against ``now``, in order."""
-    phrases = clock_phrases(text)
-    return resolve(phrases, now) if phrases else []
