@@ -3,9 +3,12 @@
 A real Home Assistant (``benchmarks.ha_harness``: the tests' machinery), its
 MQTT integration on a real broker (``devtools.broker``), Soul set up on it,
 its HTTP API served on 127.0.0.1 with a real access token, and the reference
-body (``devtools.body_sim.BodySim``, paho in its own thread) bound by its
-``soul_hint``. Each sample is timed from the request until the body's paho
-thread receives the ``intent_action`` (``time.perf_counter``, one clock):
+body (``devtools.body_sim.BodySim``) bound by its ``soul_hint``. The body,
+the baseline's clients and the quiet bodies run in a process of their own
+(``benchmarks.chat_peer``), as devices do: in Home Assistant's process they
+waited for its GIL. Each sample is timed from the request until the body
+receives the ``intent_action`` (``time.monotonic``, one clock in both
+processes):
 
 - HTTP: ``POST /api/soul/v1/chat`` with "把灯调成绿色", which the intent filter
   executes (emotion, ``emotion_update``, filter, ``intent_action``);
@@ -14,7 +17,8 @@ thread receives the ``intent_action`` (``time.perf_counter``, one clock):
 
 The baseline, sampled in turns with them in the same run: the bare broker
 round trip — a paho client publishes a payload as large as the
-``intent_action`` (QoS 1) and another paho client receives it. For scale,
+``intent_action`` (QoS 1) and another paho client receives it, both in the
+devices' process. For scale,
 Home Assistant's own ``mqtt.async_publish`` of that payload to the same
 receiver (no goal). Everything is measured with 1 body online, then with
 100 (99 more bodies announce themselves with retained messages, heartbeat
@@ -32,12 +36,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
+import contextlib
 import gc
-import json
 import logging
 import statistics
 import sys
-import threading
 import time
 from typing import Any
 
@@ -45,93 +48,101 @@ from aiohttp import ClientSession
 from homeassistant.components import conversation, mqtt
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er
-from paho.mqtt.client import CallbackAPIVersion, Client, MQTTMessage
 
-from benchmarks.ha_harness import (
-    QuietBodies,
-    home_assistant,
-    run_blocking,
-    serve_http,
-    soul_entry,
-    until,
-)
+from benchmarks.chat_peer import PROBE_TOPIC
+from benchmarks.ha_harness import home_assistant, serve_http, soul_entry, until
 from benchmarks.loop_meter import LoopMeter
 from benchmarks.timing import verdict
-from devtools.body_sim import BodySim
 from devtools.broker import MqttBroker
 
 PREFIX = "bench"
 BODY = "terminal-001"
 COMMAND = "把灯调成绿色"
 QUIET_HINT = "Quiet"  # a soul of the hub entry: the tick publishes to its bodies
-
-type Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Future[float]]
-
-
-def _resolve(future: asyncio.Future[float], at: float) -> None:
-    if not future.done():
-        future.set_result(at)
+clock = time.monotonic  # CLOCK_MONOTONIC, as the devices' process stamps
 
 
-class TimedBody(BodySim):
-    """The reference body, stamping when each ``intent_action`` arrives."""
+class Peer:
+    """``benchmarks.chat_peer`` in a child process: the body, the probes, the quiet bodies.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """Configure the body (``BodySim``'s arguments)."""
-        super().__init__(*args, **kwargs)
-        self.waiter: Waiter | None = None
-        self.last_payload: dict[str, Any] | None = None
+    A body is a device of its own: in Home Assistant's process its paho thread
+    waited for Home Assistant's GIL, and a sample counted how long Home
+    Assistant stayed busy after the message had left, not when it arrived.
+    """
 
-    def _on_intent_action(self, payload: dict[str, Any]) -> None:
-        at = time.perf_counter()
-        if (waiter := self.waiter) is not None:
-            waiter[0].call_soon_threadsafe(_resolve, waiter[1], at)
-        self.last_payload = payload
-        super()._on_intent_action(payload)
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        """Hold the child; ``start`` makes one."""
+        self.process = process
+        self.body: asyncio.Future[float] | None = None  # the next intent_action
+        self.probe: asyncio.Future[float] | None = None  # the next probe
+        self._replies: asyncio.Queue[str] = asyncio.Queue()
+        self._reader = asyncio.get_running_loop().create_task(self._read())
 
+    @classmethod
+    async def start(cls, broker: MqttBroker, quiet: int) -> Peer:
+        """Start the child, its body connected; return when it is ready."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "from benchmarks.chat_peer import main; main()",
+            *("--host", broker.host, "--port", str(broker.port)),
+            *("--prefix", PREFIX, "--body", BODY),
+            *("--quiet", str(quiet), "--quiet-hint", QUIET_HINT),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        peer = cls(process)
+        async with asyncio.timeout(60):
+            if (line := await peer._replies.get()) != "ready":
+                raise RuntimeError(f"chat_peer: {line}")
+        return peer
 
-class Receiver:
-    """A paho client receiving the probe topic, stamping each arrival."""
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            line = raw.decode().strip()
+            word, _, rest = line.partition(" ")
+            if word not in ("ia", "probe"):
+                self._replies.put_nowait(line)
+            elif (
+                waiter := self.body if word == "ia" else self.probe
+            ) is not None and not waiter.done():
+                waiter.set_result(float(rest))
+        self._replies.put_nowait("the child ended")
 
-    def __init__(self, broker: MqttBroker, topic: str, name: str) -> None:
-        """Connect and subscribe (blocking)."""
-        self.topic = topic
-        self.waiter: Waiter | None = None
-        subscribed = threading.Event()
-        self.client = Client(CallbackAPIVersion.VERSION2, client_id=name)
-        self.client.on_message = self._on_message
-        self.client.on_subscribe = lambda *_args: subscribed.set()
-        self.client.connect(broker.host, broker.port)
-        self.client.subscribe(topic, qos=1)
-        self.client.loop_start()
-        if not subscribed.wait(10):
-            raise TimeoutError("the receiver did not subscribe")
+    async def ask(self, command: str) -> str:
+        """Send one command; return the child's answer."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(command.encode() + b"\n")
+        async with asyncio.timeout(120):
+            return await self._replies.get()
 
-    def _on_message(self, _client: Client, _userdata: Any, _msg: MQTTMessage) -> None:
-        at = time.perf_counter()
-        if (waiter := self.waiter) is not None:
-            waiter[0].call_soon_threadsafe(_resolve, waiter[1], at)
-
-    def stop(self) -> None:
-        """Disconnect."""
-        self.client.disconnect()
-        self.client.loop_stop()
+    async def stop(self) -> None:
+        """Stop the child's clients and wait for it."""
+        with contextlib.suppress(Exception):
+            await self.ask("stop")
+        try:
+            async with asyncio.timeout(20):
+                await self.process.wait()
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        self._reader.cancel()
 
 
 async def arrival(
-    holder: TimedBody | Receiver, start: Callable[[], Awaitable[object]]
+    peer: Peer, which: str, start: Callable[[], Awaitable[object]]
 ) -> tuple[float, Any]:
-    """Return seconds from ``start()`` until ``holder`` receives, and what it returned."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[float] = loop.create_future()
-    holder.waiter = (loop, future)
-    started = time.perf_counter()
+    """Return seconds from ``start()`` until the peer's ``which`` arrives, and what it returned."""
+    future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+    setattr(peer, which, future)
+    started = clock()
     try:
         returned = await start()
         async with asyncio.timeout(10):
             at = await future
     finally:
-        holder.waiter = None
+        setattr(peer, which, None)
     return at - started, returned
 
 
@@ -143,40 +154,28 @@ class Scenario:
         hass: HomeAssistant,
         http: ClientSession,
         *,
-        body: TimedBody,
-        receiver: Receiver,
-        publisher: Client,
+        peer: Peer,
         agent: str,
-        payload: str,
     ) -> None:
         """Hold what each sample needs."""
         self.hass = hass
         self.http = http
-        self.body = body
-        self.receiver = receiver
-        self.publisher = publisher
+        self.peer = peer
         self.agent = agent
-        self.payload = payload
+        self.payload = ""
         self.turn = 0
 
     async def round_trip(self) -> float:
-        """Bare broker round trip: paho publish → paho receive (QoS 1)."""
-
-        async def publish() -> None:
-            self.publisher.publish(self.receiver.topic, self.payload, qos=1)
-
-        spent, _ = await arrival(self.receiver, publish)
-        return spent
+        """Bare broker round trip: paho publish → paho receive (QoS 1), timed by the peer."""
+        return float((await self.peer.ask("rt")).removeprefix("rt "))
 
     async def ha_publish(self) -> float:
         """Home Assistant's ``mqtt.async_publish`` → paho receive (QoS 1)."""
 
         async def publish() -> None:
-            await mqtt.async_publish(
-                self.hass, self.receiver.topic, self.payload, 1, False
-            )
+            await mqtt.async_publish(self.hass, PROBE_TOPIC, self.payload, 1, False)
 
-        spent, _ = await arrival(self.receiver, publish)
+        spent, _ = await arrival(self.peer, "probe", publish)
         return spent
 
     async def http_turn(self) -> float:
@@ -199,7 +198,7 @@ class Scenario:
                     raise RuntimeError(f"the turn did not execute: {body}")
                 return body
 
-        spent, _ = await arrival(self.body, post)
+        spent, _ = await arrival(self.peer, "body", post)
         return spent
 
     async def assist_turn(self) -> float:
@@ -218,7 +217,7 @@ class Scenario:
                 raise RuntimeError(f"the Assist turn failed: {result.response}")
             return result
 
-        spent, _ = await arrival(self.body, converse)
+        spent, _ = await arrival(self.peer, "body", converse)
         return spent
 
     async def sample(self, rounds: int) -> dict[str, list[float]]:
@@ -256,24 +255,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Run both phases; return their samples."""
     broker = MqttBroker().start()
     results: dict[str, Any] = {"broker": broker.implementation}
-    receiver = Receiver(broker, "bench-probe/rtt", "bench-receiver")
-    publisher = Client(CallbackAPIVersion.VERSION2, client_id="bench-publisher")
-    publisher.connect(broker.host, broker.port)
-    publisher.loop_start()
-    quiet = QuietBodies(
-        broker,
-        PREFIX,
-        [f"quiet-{i:04d}" for i in range(args.bodies - 1)],
-        [QUIET_HINT] * (args.bodies - 1),
-        heartbeat=10.0,
-    )
-    body = TimedBody(broker.host, broker.port, prefix=PREFIX, terminal_id=BODY)
+    peer: Peer | None = None
     try:
         async with home_assistant(broker) as hass:
             entry = soul_entry(hass, PREFIX, [(QUIET_HINT, "ISTJ")])
             assert await hass.config_entries.async_setup(entry.entry_id)
             await hass.async_block_till_done()
-            await run_blocking(hass, body.start)
+            peer = await Peer.start(broker, args.bodies - 1)
             runtime = entry.runtime_data
 
             def ready() -> bool:
@@ -291,21 +279,16 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             assert soul is not None
             async with serve_http(hass) as http:
                 scenario = Scenario(
-                    hass,
-                    http,
-                    body=body,
-                    receiver=receiver,
-                    publisher=publisher,
-                    agent=agent_of(hass, soul.soul_id),
-                    payload="",
+                    hass, http, peer=peer, agent=agent_of(hass, soul.soul_id)
                 )
                 await scenario.http_turn()  # the payload the probes carry
-                scenario.payload = json.dumps(body.last_payload, ensure_ascii=False)
+                reply = await peer.ask("probe-like-intent")
+                scenario.payload = reply.removeprefix("payload ")
                 await scenario.sample(args.warmup)
                 gc.collect()
                 results["1"] = await scenario.sample(args.rounds)
 
-                await run_blocking(hass, quiet.publish)
+                await peer.ask("quiet-publish")
 
                 def status() -> str:
                     terminals = list(runtime.registry)
@@ -337,13 +320,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     results[str(args.bodies)] = await scenario.sample(args.rounds)
                 results["meter"] = meter
                 results["online"] = sum(1 for t in runtime.registry if t.available)
-            await run_blocking(hass, body.stop)
-            await run_blocking(hass, quiet.clear)
+            await peer.ask("quiet-clear")
     finally:
-        quiet.stop()
-        receiver.stop()
-        publisher.disconnect()
-        publisher.loop_stop()
+        if peer is not None:
+            await peer.stop()
         broker.stop()
     return results
 

@@ -44,14 +44,9 @@ import tracemalloc
 from typing import Any
 
 from benchmarks.entity_floor import BareBodies, body_shapes
-from benchmarks.ha_harness import (
-    QuietBodies,
-    home_assistant,
-    run_blocking,
-    soul_entry,
-    until,
-)
+from benchmarks.ha_harness import home_assistant, run_blocking, soul_entry, until
 from benchmarks.loop_meter import LoopMeter
+from benchmarks.quiet_bodies import QuietBodies
 from benchmarks.timing import verdict
 from custom_components.soul.const import DOMAIN
 from custom_components.soul.core.emotion.persona import MBTI_TYPES
@@ -194,6 +189,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 stat.size_diff for stat in after.compare_to(before, "filename")
             )
             result["shapes"] = shapes
+            # Their loop time too, without tracemalloc: Home Assistant's own
+            # cost of adding a body's entities, for as many devices.
+            with LoopMeter() as adding:
+                await asyncio.sleep(0)  # the adding in a step of its own: timed
+                await bare.add([f"floor-timed-{i:04d}" for i in range(args.bodies)])
+            result["floor_adding"] = adding
         await run_blocking_plain(first.clear)
         await run_blocking_plain(second.clear)
     finally:
@@ -242,6 +243,12 @@ def main() -> None:
         f"  {'baseline: bare subscribe, same messages':<40}: {floor.total * 1000:8.1f} ms"
         f"   ({floor.count} callbacks, {floor_wall:.2f} s wall;"
         f" longest {floor.longest[0][0] * 1000:.1f} ms)"
+    )
+    adding = result["floor_adding"]
+    print(
+        f"  {'baseline: their entities, added bare':<40}: {adding.total * 1000:8.1f} ms"
+        f"   (Home Assistant alone: {args.bodies} devices of a body's"
+        f" {len(result['shapes'])} entities, no souls; {adding.count} callbacks)"
     )
     print(
         f"  {'ratio setup/baseline':<40}: {meter.total / floor.total:8.1f}x   (no goal)"

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
         ["benchmarks.bench_registry", "--terminals", "20", "--repeats", "1"],
         ["benchmarks.hostile", "--quick", "--rounds", "1", "--classes", "1,2,8,9"],
         ["benchmarks.startup", "--bodies", "4", "--souls", "2"],
+        ["benchmarks.chat_path", "--rounds", "5", "--warmup", "1", "--bodies", "2"],
     ],
     ids=lambda command: command[0].removeprefix("benchmarks."),
 )  # fmt: skip
