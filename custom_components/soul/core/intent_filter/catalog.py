@@ -68,6 +68,8 @@ class Catalog:
     )
     # intents a time alone may imply (``implied``): a moment slot, no hard rule
     moment_intents: tuple[int, ...] = ()
+    # the first character of every keyword: a clause holding none has no hit
+    keyword_firsts: frozenset[str] = frozenset()
 
 
 # A catalog's keyword index (by its intents' keywords), its patterns (by its
@@ -156,7 +158,7 @@ def compile_catalog(entries: Any) -> Catalog:
     index = _shared_indexes.get(keywords)
     if index is None:
         index = _shared_indexes.keep(keywords, _keyword_index(intents))
-    pattern, prefixes, owners = index
+    pattern, prefixes, owners, firsts = index
     rule_patterns = tuple(
         (
             intent.regex_any,
@@ -190,6 +192,7 @@ def compile_catalog(entries: Any) -> Catalog:
         _shared_sets.keep(rule_intents, rule_intents),
         patterns,
         moment_intents=_shared_sets.keep(moment_intents, moment_intents),
+        keyword_firsts=firsts,
     )
 
 
@@ -197,6 +200,7 @@ type KeywordIndex = tuple[
     re.Pattern[str] | None,
     dict[str, tuple[str, ...]],
     dict[str, tuple[tuple[int, str], ...]],
+    frozenset[str],
 ]
 
 
@@ -240,13 +244,15 @@ def _keyword_index(intents: tuple[Intent, ...]) -> KeywordIndex:
     # reports the longest keyword at each position in one C-level scan.
     # Lookahead buckets pay off only for many first characters: below that,
     # ``re``'s own first-character check on one trie is several times faster.
-    buckets = 1 if len({keyword[0] for keyword in owners}) <= FEW_FIRSTS else BUCKETS
+    firsts = frozenset(keyword[0] for keyword in owners)
+    buckets = 1 if len(firsts) <= FEW_FIRSTS else BUCKETS
     root = trie(owners)
     pattern = compile_trie(root, buckets=buckets) if owners else None
     return (
         pattern,
         _prefixes(owners),
         {keyword: tuple(found) for keyword, found in owners.items()},
+        firsts,
     )
 
 

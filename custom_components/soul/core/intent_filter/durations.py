@@ -25,6 +25,7 @@ Korean minutes and seconds take Sino-Korean numerals or digits ("삼십 분",
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 import re
 
@@ -326,16 +327,21 @@ def _english(text: str) -> list[Duration]:
     return found
 
 
-def find_durations(text: str) -> list[Duration]:
-    """Return every duration in ``text``, in order of appearance."""
+def find_durations(text: str, chars: AbstractSet[str] | None = None) -> list[Duration]:
+    """Return every duration in ``text``, in order of appearance.
+
+    ``chars``, when given, is the set of ``text``'s characters (a clause's,
+    read once for all its scans): the skips test it instead of the text.
+    """
+    seen = text if chars is None else chars
     found = (
         []
-        if _CJK_UNIT_FIRSTS.isdisjoint(text) or _CJK_AMOUNT_CHARS.isdisjoint(text)
+        if _CJK_UNIT_FIRSTS.isdisjoint(seen) or _CJK_AMOUNT_CHARS.isdisjoint(seen)
         else _cjk(text)
     )
-    if not _EN_UNIT_FIRSTS.isdisjoint(text) and _EN_UNIT_STEMS.search(text.lower()):
+    if not _EN_UNIT_FIRSTS.isdisjoint(seen) and _EN_UNIT_STEMS.search(text.lower()):
         found.extend(_english(text))
-    if not _KO_UNIT_FIRSTS.isdisjoint(text) and _KO_UNIT.search(text):
+    if not _KO_UNIT_FIRSTS.isdisjoint(seen) and _KO_UNIT.search(text):
         found.extend(_korean(text))
     return sorted(found, key=_start) if len(found) > 1 else found
 

@@ -21,7 +21,16 @@ from ..safe_regex import budget, deferred_compile_seconds
 from .catalog import Catalog, cached_catalog
 from .entries import fold
 from .implied import claim_by_time, timed_request
-from .lexicon import CONVERSATION, EXCLAMATION, GREETING, OPINION, is_question, negation
+from .lexicon import (
+    CONVERSATION,
+    EXCLAMATION,
+    GREETING,
+    OPINION,
+    QUESTION_FIRSTS,
+    is_question,
+    marker_firsts,
+    negation,
+)
 from .reading import Context, Reading, expresses_emotion, read_clause
 from .request import DEFAULT_TIMEZONE, parse_request
 from .scoring import Candidate, rank, score_intent
@@ -29,6 +38,10 @@ from .segmenter import Segment, segment
 from .slots import json_number
 
 _CONTENT = re.compile(r"\w")
+_CONVERSATION_FIRSTS = marker_firsts(CONVERSATION)
+_GREETING_FIRSTS = marker_firsts(GREETING)
+_EXCLAMATION_FIRSTS = marker_firsts(EXCLAMATION)
+_OPINION_FIRSTS = marker_firsts(OPINION)
 REGEX_BUDGET = 0.012  # seconds all catalog patterns may run on one command
 FILTER_BUDGET = 0.015  # seconds for the whole command; later clauses are skipped
 MAX_SEGMENTS = 32  # clauses read of one command
@@ -78,13 +91,19 @@ def _system_body(
 def _classify(command: str) -> tuple[str, str, float]:
     """Decide for a command without a catalog intent: (system intent, reason, confidence)."""
     folded = fold(command)
-    if is_question(folded):
+    # Its characters, read once: a marker none of whose first characters it
+    # holds is not searched for.
+    chars = set(folded)
+    if not QUESTION_FIRSTS.isdisjoint(chars) and is_question(folded):
         return SYS_FALLBACK, "open_question", 0.8
-    if CONVERSATION.search(folded) or GREETING.search(folded):
+    if (not _CONVERSATION_FIRSTS.isdisjoint(chars) and CONVERSATION.search(folded)) or (
+        not _GREETING_FIRSTS.isdisjoint(chars) and GREETING.search(folded)
+    ):
         return SYS_FALLBACK, "conversation", 0.7
     if (
-        EXCLAMATION.search(folded) or expresses_emotion(command)
-    ) and not OPINION.search(folded):
+        (not _EXCLAMATION_FIRSTS.isdisjoint(chars) and EXCLAMATION.search(folded))
+        or expresses_emotion(command)
+    ) and (_OPINION_FIRSTS.isdisjoint(chars) or not OPINION.search(folded)):
         return SYS_NO_ACTION, "emotional_expression", 0.75
     return SYS_FALLBACK, "no_catalog_match", 0.5
 

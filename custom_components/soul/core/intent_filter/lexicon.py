@@ -15,6 +15,7 @@ feelings.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 import functools
 import re
@@ -200,6 +201,28 @@ def surfaces_of(locale: str, kind: str, value: str) -> tuple[str, ...]:
 # --- decision markers -------------------------------------------------------
 
 _LATIN_WORD = re.compile(r"^[A-Za-z_'/]+$")
+# Characters other than a letter's two cases that ``re`` reads as that letter
+# when it ignores case (the tests find them among every code point).
+_ODD_CASES = {"i": "\u0130\u0131", "s": "\u017f", "k": "\u212a"}
+# A marker pattern → every character a match of it can begin with.
+_FIRSTS: dict[re.Pattern[str], frozenset[str]] = {}
+
+
+def case_blind(chars: Iterable[str]) -> frozenset[str]:
+    """Return ``chars`` with every character ``re`` reads as one of them ignoring case."""
+    found = set(chars)
+    for char in list(found):
+        lower = char.lower()
+        found.update((lower, char.upper()), _ODD_CASES.get(lower, ""))
+    return frozenset(char for char in found if len(char) == 1)
+
+
+def marker_firsts(pattern: re.Pattern[str]) -> frozenset[str]:
+    """Return the characters a match of a marker pattern (``_alternation``) begins with.
+
+    A text holding none of them holds no marker: its search is skipped.
+    """
+    return _FIRSTS[pattern]
 
 
 def _alternation(words: str) -> re.Pattern[str]:
@@ -216,7 +239,11 @@ def _alternation(words: str) -> re.Pattern[str]:
         body = alternation(latin, end=lambda _last: r"\b", buckets=1)
         body = body.replace(r"\ ", r"\s+")
         parts.append(rf"\b(?:{body})")
-    return re.compile("|".join(parts), re.IGNORECASE)
+    compiled = re.compile("|".join(parts), re.IGNORECASE)
+    # Every match is one of the words (a space in one is white space, never
+    # its first character): it begins with a word's first character.
+    _FIRSTS[compiled] = case_blind(word[0] for word in (*latin, *other))
+    return compiled
 
 
 # Phrases that look negative but are not ("别忘了", "能不能", "不好意思").
@@ -279,6 +306,11 @@ EXCLAMATION = _alternation(
     "疲れた 眠い 嬉しい 悲しい 怖い びっくり ありがとう 피곤해 졸려 슬퍼 무서워 깜짝 고마워 "
     "! ！"
 )
+
+
+# What a question begins with: a question word's first character, an English
+# auxiliary's ("is", "do", …) or a Japanese question ending's.
+QUESTION_FIRSTS = marker_firsts(QUESTION) | case_blind("iawdhs") | frozenset("かの")
 
 
 def is_question(text: str) -> bool:

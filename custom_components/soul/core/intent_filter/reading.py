@@ -8,14 +8,20 @@ its warnings and its durations.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 import re
 from typing import Any
 
 from ..emotion.recognizer import analyze_emotion
-from ..safe_regex import RegexBudgetError, RegexTimeoutError, UnsafeRegexError, search
+from ..safe_regex import (
+    RegexBudgetError,
+    RegexTimeoutError,
+    UnsafeRegexError,
+    UntrustedPattern,
+    search,
+)
 from .catalog import Catalog
 from .durations import Duration, find_durations
 from .entries import Intent
@@ -23,12 +29,15 @@ from .lexicon import (
     CONVERSATION,
     DEGREE,
     EXCLAMATION,
+    NEGATION,
     OPINION,
     POLITE_REQUEST,
+    QUESTION_FIRSTS,
     Entity,
     find_entities,
     is_negated,
     is_question,
+    marker_firsts,
 )
 from .numbers import parse_number
 from .request import Request
@@ -50,6 +59,13 @@ _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六
 # What a number token begins with: a clause holding none of them has no number.
 _NUMBER_CHARS = frozenset("0123456789零〇一二两兩三四五六七八九十百千万")
 _NOT_CONTENT = re.compile(r"\W")  # a clause's few other characters, counted
+# What each decision marker begins with (``Markers`` skips the others' scans).
+_NEGATION_FIRSTS = marker_firsts(NEGATION)
+_OPINION_FIRSTS = marker_firsts(OPINION)
+_CONVERSATION_FIRSTS = marker_firsts(CONVERSATION)
+_EXCLAMATION_FIRSTS = marker_firsts(EXCLAMATION)
+_DEGREE_FIRSTS = marker_firsts(DEGREE)
+_POLITE_FIRSTS = marker_firsts(POLITE_REQUEST)
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
 _LATIN_TAIL = re.compile(r"[a-z]*")
 
@@ -69,12 +85,25 @@ type KeywordHits = list[tuple[int, Hit]]
 
 
 class Markers:
-    """The decision markers of a clause, read only when a decision needs them."""
+    """The decision markers of a clause, read only when a decision needs them.
 
-    __slots__ = ("_chatty", "_negated", "_polite", "_question", "_remark", "_text")
+    ``chars`` (the set of the text's characters) skips each marker whose
+    first characters the text does not hold.
+    """
 
-    def __init__(self, text: str) -> None:
+    __slots__ = (
+        "_chars",
+        "_chatty",
+        "_negated",
+        "_polite",
+        "_question",
+        "_remark",
+        "_text",
+    )
+
+    def __init__(self, text: str, chars: AbstractSet[str] | None = None) -> None:
         self._text = text
+        self._chars = text if chars is None else chars
         # None until read; each is read at most once per clause
         self._negated: bool | None = None
         self._question: bool | None = None
@@ -86,25 +115,35 @@ class Markers:
     def negated(self) -> bool:
         """Negation markers ("不要", "don't")."""
         if (value := self._negated) is None:
-            value = self._negated = is_negated(self._text)
+            value = self._negated = not _NEGATION_FIRSTS.isdisjoint(
+                self._chars
+            ) and is_negated(self._text)
         return value
 
     @property
     def question(self) -> bool:
         """Question markers."""
         if (value := self._question) is None:
-            value = self._question = is_question(self._text)
+            value = self._question = not QUESTION_FIRSTS.isdisjoint(
+                self._chars
+            ) and is_question(self._text)
         return value
 
     @property
     def chatty(self) -> bool:
         """Opinion, conversation or exclamation markers."""
         if (value := self._chatty) is None:
-            text = self._text
+            text, chars = self._text, self._chars
             value = self._chatty = bool(
-                OPINION.search(text)
-                or CONVERSATION.search(text)
-                or EXCLAMATION.search(text)
+                (not _OPINION_FIRSTS.isdisjoint(chars) and OPINION.search(text))
+                or (
+                    not _CONVERSATION_FIRSTS.isdisjoint(chars)
+                    and CONVERSATION.search(text)
+                )
+                or (
+                    not _EXCLAMATION_FIRSTS.isdisjoint(chars)
+                    and EXCLAMATION.search(text)
+                )
                 or expresses_emotion(text)
             )
         return value
@@ -113,14 +152,20 @@ class Markers:
     def remark(self) -> bool:
         """Degree words that make a remark of a clause without an action ("灯太亮了")."""
         if (value := self._remark) is None:
-            value = self._remark = DEGREE.search(self._text) is not None
+            value = self._remark = (
+                not _DEGREE_FIRSTS.isdisjoint(self._chars)
+                and DEGREE.search(self._text) is not None
+            )
         return value
 
     @property
     def polite(self) -> bool:
         """Request markers: "帮我", "请", "please"."""
         if (value := self._polite) is None:
-            value = self._polite = POLITE_REQUEST.search(self._text) is not None
+            value = self._polite = (
+                not _POLITE_FIRSTS.isdisjoint(self._chars)
+                and POLITE_REQUEST.search(self._text) is not None
+            )
         return value
 
 
@@ -196,6 +241,14 @@ class Context:
             self.incomplete += 1
             return None  # reported once, when it happened
         compiled = self.catalog.patterns.get(pattern, pattern)
+        # ``search``'s own first test, without the call and its clock: a text
+        # holding no character a match begins with (or no character every
+        # match holds) cannot match, whatever time is left.
+        if type(compiled) is UntrustedPattern and (
+            ((firsts := compiled.firsts) is not None and firsts.isdisjoint(text))
+            or ((needs := compiled.needs) is not None and needs.isdisjoint(text))
+        ):
+            return None
         try:
             return search(compiled, text, timeout=REGEX_TIMEOUT)
         except RegexBudgetError as err:
@@ -225,14 +278,17 @@ class Context:
             warning = {"intent_id": intent.id, **warning}
         self.warnings.append(warning)
 
-    def durations(self, text: str) -> list[Duration]:
+    def durations(
+        self, text: str, chars: AbstractSet[str] | None = None
+    ) -> list[Duration]:
         """Return the durations in ``text``, adjacent ones joined (cached per text).
 
         A duration that ends past the calendar ("一亿天" from now) is no
         duration, as a clock time that cannot be resolved is no clock time.
+        ``chars`` is the set of ``text``'s characters, when read already.
         """
         if text not in self._durations:
-            found = find_durations(text)
+            found = find_durations(text, chars)
             if len(found) > 1:  # one duration or none: nothing to join
                 found = _merge(found)
             if found:
@@ -279,7 +335,8 @@ def _merge(durations: list[Duration]) -> list[Duration]:
 def _keyword_hits(catalog: Catalog, clause: Clause) -> list[Hit]:
     """Return the clause's keyword hits in clause order (``MAX_CLAUSE_HITS`` at most)."""
     pattern = catalog.keyword_pattern
-    if pattern is None:
+    # A keyword hit begins with a keyword's first character.
+    if pattern is None or catalog.keyword_firsts.isdisjoint(clause.chars):
         return []
     prefixes = catalog.keyword_prefixes
     original = clause.original
@@ -379,6 +436,7 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
     """Read one clause of the command (spans in command coordinates)."""
     clause = make_clause(ctx.request.command, seg.start, seg.end, ctx.locale)
     folded = clause.folded.text
+    chars = clause.chars
     offset = seg.start
     found = find_entities(folded, ctx.locale)
     # A clause at the start of the command keeps the (frozen) entities as found.
@@ -393,15 +451,16 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
     durations: list[Duration] = []
     time_points: list[TimePoint] = []
     if ctx.request.options["enable_time_parser"]:
+        read = ctx.durations(folded, chars)
         durations = (
-            list(ctx.durations(folded))
+            list(read)
             if not offset
             else [
                 Duration(d.seconds, d.start + offset, d.end + offset, d.relative)
-                for d in ctx.durations(folded)
+                for d in read
             ]
         )
-        points = find_time_points(folded, ctx.request.now)
+        points = find_time_points(folded, ctx.request.now, chars)
         time_points = (
             points
             if not offset
@@ -410,7 +469,7 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
     numbers = []
     timed = durations or time_points
     for match in (
-        () if _NUMBER_CHARS.isdisjoint(folded) else _NUMBER_TOKEN.finditer(folded)
+        () if _NUMBER_CHARS.isdisjoint(chars) else _NUMBER_TOKEN.finditer(folded)
     ):
         start, end = match.start() + offset, match.end() + offset
         if timed and (
@@ -450,7 +509,7 @@ def read_clause(ctx: Context, seg: Segment) -> Reading:
         time_points,
         numbers,
         hits,
-        Markers(folded),
+        Markers(folded, chars),
         types,
     )
 

@@ -127,6 +127,10 @@ class Clause(NamedTuple):
     folded: Variant
     compact: Variant
     variants: tuple[Variant, ...]  # distinct, in the order rules try them
+    # The characters of ``folded`` and of the lower case of ``original`` (what
+    # the keyword scan reads), read once: every scan of the clause skips by
+    # testing sets of characters against them, not the texts again.
+    chars: set[str]
 
 
 def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Clause:
@@ -136,7 +140,7 @@ def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Cl
     """
     text = command[start:end]
     original = Variant(text, range(start, end))
-    lowered = text.lower()  # ``_lower``, inline for the common case
+    lowered = plain = text.lower()  # ``_lower``, inline for the common case
     if len(lowered) != len(text):
         lowered = _lower(text)
     folded_text = lowered if locale == "ja-JP" else to_simplified(lowered)
@@ -146,12 +150,17 @@ def make_clause(command: str, start: int, end: int, locale: str = "zh-CN") -> Cl
     else:
         folded = Variant(folded_text, original.origin)
         variants = (original, folded)
-    # Most clauses hold neither a reduplication nor an infix: no rewrite.
+    chars = set(folded_text)
+    # Most clauses hold neither a reduplication nor an infix: no rewrite. A
+    # reduplication repeats a character: a text of distinct ones holds none.
     compact = folded
-    if _REDUPLICATION.search(folded_text) is not None:
+    if len(chars) < len(folded_text) and _REDUPLICATION.search(folded_text):
         compact = _rewrite(folded, _REDUPLICATION)
-    if not _INFIX_MARKS.isdisjoint(compact.text):  # as ``_compact_infix`` checks
+    # as ``_compact_infix`` checks (a rewrite only took characters out)
+    if not _INFIX_MARKS.isdisjoint(chars if compact is folded else compact.text):
         compact = _compact_infix(compact)
     if compact is not folded and all(compact.text != v.text for v in variants):
         variants = (*variants, compact)
-    return Clause(original, folded, compact, variants)
+    if folded is not original or lowered is not plain:  # rare: another text
+        chars.update(plain)
+    return Clause(original, folded, compact, variants, chars)

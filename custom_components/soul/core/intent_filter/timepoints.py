@@ -12,6 +12,7 @@ from ``now``'s date. At night ("晚上", "夜", "밤", "tonight") 12 is midnight
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 import re
@@ -188,11 +189,18 @@ def _add(
         taken.append(range(start, end))
 
 
-def find_time_points(text: str, now: datetime) -> list[TimePoint]:
-    """Return the clock times in ``text`` resolved against ``now``, in order."""
+def find_time_points(
+    text: str, now: datetime, chars: AbstractSet[str] | None = None
+) -> list[TimePoint]:
+    """Return the clock times in ``text`` resolved against ``now``, in order.
+
+    ``chars``, when given, is the set of ``text``'s characters (a clause's,
+    read once for all its scans): the skips test it instead of the text.
+    """
     found: list[TimePoint] = []
     taken: list[range] = []
-    if not _HOUR_MARKS.isdisjoint(text):
+    seen = text if chars is None else chars
+    if not _HOUR_MARKS.isdisjoint(seen):
         for match in _CJK.finditer(text):
             hour = parse_chinese_number(match["hour"])
             minute = _minute(match["minute"])
@@ -218,8 +226,8 @@ def find_time_points(text: str, now: datetime) -> list[TimePoint]:
             at = _resolve(now, match["day"], match["period"], int(hour), int(minutes))
             _add(found, taken, at, *match.span())
     if (
-        not _ASCII_DIGITS.isdisjoint(text)
-        and not _PERIOD_FIRSTS.isdisjoint(text)
+        not _ASCII_DIGITS.isdisjoint(seen)
+        and not _PERIOD_FIRSTS.isdisjoint(seen)
         and _ENGLISH_CORE.search(text)
     ):
         for match in _ENGLISH.finditer(text):
