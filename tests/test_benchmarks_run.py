@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
         ["benchmarks.journal", "--events", "2000", "--baseline-events", "50",
          "--normal-events", "50", "--appends", "2000"],
         ["benchmarks.intent_filter", "--repeats", "2", "--cold-repeats", "1",
-         "--compile-repeats", "1", "--warmup", "0"],
+         "--compile-repeats", "1", "--warmup", "0", "--evicted-repeats", "1"],
         ["benchmarks.emotion", "--repeats", "2", "--warmup", "0"],
         ["benchmarks.bench_registry", "--terminals", "20", "--repeats", "1"],
         ["benchmarks.hostile", "--quick", "--rounds", "1", "--classes", "1,2,8,9"],
