@@ -182,6 +182,7 @@ async def async_create_runtime(
             hass, entry, terminal_id, hint, caller=caller
         ),
         events=events,
+        flush=bridge.async_flush,
         on_no_model=lambda: ir.async_create_issue(
             hass,
             DOMAIN,

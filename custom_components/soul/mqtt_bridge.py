@@ -7,6 +7,7 @@ registry or the invoker; every callback swallows bad input (the core logs it).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -122,3 +123,19 @@ class MqttBridge:
         )
         if task.done():
             task.result()  # what Home Assistant raised, raised here
+
+    async def async_flush(self) -> None:
+        """Return once Home Assistant's MQTT client has written what was published.
+
+        The client writes when the event loop next finds its socket writable
+        (``add_writer``, registered by the publish). A coroutine that yields
+        once is woken before that write, in the same loop turn; after a
+        second yield the write has run. A chat turn awaits this after its
+        ``emotion_update`` and its ``intent_action`` (``ChatPipeline``): the
+        body gets them before the turn's bookkeeping, and the
+        ``intent_action`` is not held back by Nagle's algorithm until the
+        broker acknowledges the ``emotion_update`` (the client's socket has
+        no ``TCP_NODELAY``). docs/performance.md, "Chat path".
+        """
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)

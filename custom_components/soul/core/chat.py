@@ -16,6 +16,12 @@ only:
 - ``no_action`` — an empty reply.
 - ``fallback_reasoning`` — the model (``reasoning.Reasoner``).
 
+A turn's messages leave before its bookkeeping: after its ``emotion_update``
+and after its ``intent_action`` the turn awaits ``flush`` (the transport
+sends them), and the listeners of the soul and of the decision (Home
+Assistant's entities) hear of the turn once the ``intent_action`` has left,
+or before the model is asked, or at the turn's end.
+
 The reply ``<NO_REPLY>`` / ``NO_REPLY`` / ``[NO_REPLY]`` becomes ``""``;
 ``context_summary`` is the session so far (``Session.rolling_summary``). The
 sessions, their storage and idle summaries are ``sessions.Sessions``. Home
@@ -60,7 +66,7 @@ from .registry import TerminalRegistry
 from .session import Session
 from .sessions import Sessions
 from .souls import NoSoulError, Soul, SoulHub
-from .topics import Kind, Publish, Topics, publish_to
+from .topics import Flush, Kind, Publish, Topics, publish_to, sent_at_once
 from .transcript import Transcript
 from .turn import MEDIA_TYPES, Turn, reachable
 
@@ -94,6 +100,7 @@ class ChatPipeline:
             lambda _t, _h, _c: None
         ),
         events: EventBus | None = None,
+        flush: Flush = sent_at_once,
     ) -> None:
         """Wire the pipeline to its collaborators (all injectable for tests)."""
         self._registry = registry
@@ -101,6 +108,7 @@ class ChatPipeline:
         self._invoker = invoker
         self._topics = topics
         self._publish = publish
+        self._flush = flush
         self._clock = clock
         self.reasoner = Reasoner(
             registry,
@@ -298,33 +306,43 @@ class ChatPipeline:
             inputs=[str(item.get("type")) for item in request.context],
             snapshot=before,
         )
+        held: list[Callable[[], None]] = []
         try:
-            user_emotion, snapshot = await self._souls.user_turn(
-                request.terminal_id,
-                request.text,
-                request.session_id,
-                soul_id=soul.soul_id,
-                trace_id=trace.trace_id,
+            try:
+                user_emotion, snapshot = await self._souls.user_turn(
+                    request.terminal_id,
+                    request.text,
+                    request.session_id,
+                    soul_id=soul.soul_id,
+                    trace_id=trace.trace_id,
+                    held=held,
+                )
+            except NoSoulError as err:
+                raise ChatError(NO_SOUL_ERROR) from err
+            if request.terminal_id:
+                await self._flush()  # the emotion_update leaves first
+            trace.psyche_update(
+                before, snapshot, "user_emotion", user_emotion=user_emotion
             )
-        except NoSoulError as err:
-            raise ChatError(NO_SOUL_ERROR) from err
-        trace.psyche_update(before, snapshot, "user_emotion", user_emotion=user_emotion)
-        turn = Turn(
-            request,
-            session,
-            snapshot.exec_mode,
-            snapshot.exec_probability,
-            extra_tools,
-            transcript,
-        )
-        turn.user_emotion = user_emotion
-        turn.trace = trace
-        if session.pending and CONFIRM_YES.match(request.text):
-            intents, session.pending = session.pending, []
-            await self._confirmed(turn, intents)
-        else:
-            session.pending = []
-            await self._route(turn)
+            turn = Turn(
+                request,
+                session,
+                snapshot.exec_mode,
+                snapshot.exec_probability,
+                extra_tools,
+                transcript,
+            )
+            turn.user_emotion = user_emotion
+            turn.trace = trace
+            turn.held = held
+            if session.pending and CONFIRM_YES.match(request.text):
+                intents, session.pending = session.pending, []
+                await self._confirmed(turn, intents)
+            else:
+                session.pending = []
+                await self._route(turn)
+        finally:
+            tell_held(held)
         if turn.driver_emotion is not None:
             moved_from = self._souls.snapshot(soul.soul_id)
             if moved := self._souls.express(soul.soul_id, turn.driver_emotion):
@@ -457,6 +475,7 @@ class ChatPipeline:
                         "session_id": turn.request.session_id,
                     },
                     default_timezone=self._timezone(),
+                    held=turn.held,
                 )
             except IntentFilterError as err:
                 _LOGGER.warning(
@@ -466,7 +485,9 @@ class ChatPipeline:
         turn.decision = action
         if action == "execute_intents" and response is not None:
             await self._execute(turn, response)
-        elif action == "no_action":
+            return
+        tell_held(turn.held)  # the model may take seconds
+        if action == "no_action":
             # §4.4.3: a feeling or an exclamation, nothing to run; the soul may
             # still answer in words (情绪回应) when it has a model.
             if self.reasoner.model is not None:
@@ -586,9 +607,17 @@ class ChatPipeline:
             )
             turn.unreachable = True
             return
+        await self._flush()  # the intent_action leaves before the bookkeeping
+        tell_held(turn.held)
         # Entities that mirror these skills follow (core.sent, the invoker's).
         self._invoker.sent.announce_intents(request.terminal_id, intents)
         turn.executed.extend(str(i["normalized"]["skill"]) for i in intents)
+
+
+def tell_held(held: list[Callable[[], None]]) -> None:
+    """Tell the listeners a turn held back, in order (each at most once)."""
+    while held:
+        held.pop(0)()
 
 
 def _undone(response: dict[str, Any]) -> list[str]:

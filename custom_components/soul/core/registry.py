@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 import time
 from typing import Any
 
@@ -471,12 +472,19 @@ class TerminalRegistry:
             self._notify(terminal, Change.REMOVED)
 
     def filter_command(
-        self, terminal_id: str, request: Mapping[str, Any], *, default_timezone: str
+        self,
+        terminal_id: str,
+        request: Mapping[str, Any],
+        *,
+        default_timezone: str,
+        held: list[Callable[[], None]] | None = None,
     ) -> dict[str, Any]:
         """Run the intent filter for a terminal's command and remember the decision.
 
         ``request`` is a §4.4.1 body; without ``intent_catalog`` the terminal's
         cached catalog is used. Raises ``IntentFilterError`` for bad requests.
+        With ``held``, the listeners hear of the decision when the caller runs
+        what it appended there, not at once.
         """
         terminal = self.get(terminal_id)
         if terminal is None:
@@ -506,7 +514,10 @@ class TerminalRegistry:
             else None,
             at=self._now(),
         )
-        self._notify(terminal, Change.DECISION)
+        if held is None:
+            self._notify(terminal, Change.DECISION)
+        else:
+            held.append(partial(self._notify, terminal, Change.DECISION))
         return response
 
     def expire(self) -> list[str]:

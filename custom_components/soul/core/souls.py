@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 import json
 from typing import Any
 
@@ -596,13 +597,16 @@ class SoulHub:
         *,
         soul_id: str | None = None,
         trace_id: str | None = None,
+        held: list[Callable[[], None]] | None = None,
     ) -> tuple[dict[str, Any], EmotionSnapshot]:
         """Recognise the user's emotion, move the bound soul, publish to the terminal.
 
         Without a terminal, ``soul_id`` names the soul (one spoken to without
         a body) and nothing is published. Returns the recognised
         ``user_emotion`` and the soul's new snapshot; raises ``NoSoulError``
-        when there is no soul.
+        when there is no soul. With ``held``, the listeners are told when
+        the caller runs what it appended there (after the turn's messages
+        left), not at once.
         """
         soul = (
             self.soul_of(terminal_id) if terminal_id else self._souls.get(soul_id or "")
@@ -632,15 +636,25 @@ class SoulHub:
                 ts=utc_ts(snapshot.at),
             )
             sent = (payload,) if await self._send(payload) else ()
-        self._notify(
-            SoulEvent(
-                soul.soul_id,
-                snapshot,
-                self._last.get(soul.soul_id),
-                terminal_id=terminal_id or None,
-                user_emotion=user_emotion,
-                published=sent,
-                trace_id=trace_id,
-            )
+        event = SoulEvent(
+            soul.soul_id,
+            snapshot,
+            self._last.get(soul.soul_id),
+            terminal_id=terminal_id or None,
+            user_emotion=user_emotion,
+            published=sent,
+            trace_id=trace_id,
         )
+        if held is None:
+            self._notify(event)
+        else:
+            self._last[soul.soul_id] = snapshot
+            held.append(partial(self._notify_held, event))
         return user_emotion, snapshot
+
+    def _notify_held(self, event: SoulEvent) -> None:
+        """Tell a turn's held event, with the newest snapshot if a tick came since."""
+        latest = self._last.get(event.soul_id, event.snapshot)
+        self._notify(
+            event if latest is event.snapshot else event._replace(snapshot=latest)
+        )

@@ -9,6 +9,14 @@ import re
 
 # publish(topic, payload, qos, retain): how the core sends MQTT messages.
 type Publish = Callable[[str, str, int, bool], Awaitable[None]]
+# flush(): returns once the transport has sent what was published before it
+# (Home Assistant's MQTT client writes on a later turn of the event loop).
+type Flush = Callable[[], Awaitable[None]]
+
+
+async def sent_at_once() -> None:
+    """Return at once: the ``Flush`` of a transport that sends as it publishes."""
+
 
 DEFAULT_PREFIX = "soul"
 MAX_PREFIX_LENGTH = 64

@@ -9,7 +9,7 @@ media) and the skills' results as short lines for the system prompt;
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 import ipaddress
 import json
@@ -69,6 +69,9 @@ class Turn:
     inner_voice: str | None = None
     driver_emotion: Emotion | None = None  # what the model said it feels
     suggestion: str | None = None  # the navigator's, for this turn's prompt
+    # Listeners of the soul and of the decision, told once the turn's
+    # intent_action has left (``chat.tell_held``).
+    held: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def bodiless(self) -> bool:
