@@ -20,12 +20,11 @@ from custom_components.soul.core.chat_request import (
 from custom_components.soul.core.invoker import Invoker
 from custom_components.soul.core.llm import LLMEndpoint, OpenAICompatibleLLM
 from custom_components.soul.core.reasoning import MAX_REPLY
-from custom_components.soul.core.registry import TerminalRegistry
 from custom_components.soul.core.souls import Soul, SoulHub
-from custom_components.soul.core.topics import Kind, Topics
+from custom_components.soul.core.topics import Topics
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, tool_call
 
-from .spec_payloads import catalog, skills
+from .spec_payloads import announced
 
 T = "terminal-001"
 T0 = 1_771_753_200.0  # 2026-02-22T09:40:00Z = 17:40 in Shanghai
@@ -61,10 +60,7 @@ class Env:
         self.now = T0
         self.body = Body()
         topics = Topics("soul")
-        self.registry = TerminalRegistry()
-        self.registry.handle_message(Kind.ONLINE, T, "online")
-        self.registry.handle_message(Kind.SKILLS, T, json.dumps(skills()))
-        self.registry.handle_message(Kind.INTENT_CATALOG, T, json.dumps(catalog()))
+        self.registry = announced(T)
         self.souls = SoulHub(
             topics, self.body.publish, clock=lambda: self.now, is_online=lambda _t: True
         )

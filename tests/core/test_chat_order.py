@@ -8,18 +8,17 @@ before the model is asked, or at the turn's end (an error too).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from custom_components.soul.core.chat import ChatPipeline, tell_held
 from custom_components.soul.core.invoker import Invoker
-from custom_components.soul.core.registry import Change, Terminal, TerminalRegistry
+from custom_components.soul.core.registry import Change, Terminal
 from custom_components.soul.core.souls import Soul, SoulEvent, SoulHub
-from custom_components.soul.core.topics import Kind, Topics
+from custom_components.soul.core.topics import Topics
 
-from .spec_payloads import catalog, skills
+from .spec_payloads import announced
 
 T = "terminal-001"
 T0 = 1_771_753_200.0
@@ -32,10 +31,7 @@ class Recorder:
         self.log: list[str] = []
         self.now = T0
         topics = Topics("soul")
-        self.registry = TerminalRegistry()
-        self.registry.handle_message(Kind.ONLINE, T, "online")
-        self.registry.handle_message(Kind.SKILLS, T, json.dumps(skills()))
-        self.registry.handle_message(Kind.INTENT_CATALOG, T, json.dumps(catalog()))
+        self.registry = announced(T)
         self.souls = SoulHub(
             topics, self.publish, clock=lambda: self.now, is_online=lambda _t: True
         )

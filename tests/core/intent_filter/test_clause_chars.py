@@ -8,10 +8,8 @@ scan is skipped, and that no skip changes what is found.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
-from pathlib import Path
 import random
 import re
 from typing import Any
@@ -39,6 +37,7 @@ from custom_components.soul.core.intent_filter.segmenter import segment
 from custom_components.soul.core.intent_filter.text import make_clause
 
 from ..text_corpus import ROOT, corpus
+from .marker_source import marker_words
 
 CATALOG = json.loads(
     (ROOT / "tests/data/eval/catalog_desk_robot.json").read_text(encoding="utf-8")
@@ -229,24 +228,8 @@ def test_pattern_skip_never_changes_a_search() -> None:
     assert ctx.incomplete == 0
 
 
-def _marker_words() -> dict[str, list[str]]:
-    """Read the words of each marker list from ``lexicon``'s source."""
-    tree = ast.parse(Path(lexicon.__file__).read_text(encoding="utf-8"))
-    words: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and getattr(node.value.func, "id", None) == "_alternation"
-        ):
-            (target,) = node.targets
-            (argument,) = node.value.args
-            words[target.id] = ast.literal_eval(argument).split()  # type: ignore[attr-defined]
-    return words
-
-
 def test_marker_firsts_are_every_character_re_reads_as_a_first_one() -> None:
-    words = _marker_words()
+    words = marker_words()
     assert set(words) == set(MARKERS)
     firsts = {word[0] for found in words.values() for word in found}
     blind = re.compile(

@@ -5,7 +5,6 @@ No timing here: the figures are in ``benchmarks/intent_filter.py``.
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 import random
@@ -36,6 +35,8 @@ from custom_components.soul.core.safe_regex import (
     search,
 )
 from custom_components.soul.core.trie_regex import alternation, compile_keywords
+
+from .marker_source import marker_words
 
 sre_compiler: Any = re._compiler  # type: ignore[attr-defined]
 sre_parse: Any = re._parser  # type: ignore[attr-defined]
@@ -160,7 +161,7 @@ MARKERS += ["CONVERSATION", "OPINION", "DEGREE", "GREETING", "EXCLAMATION"]
 @pytest.mark.parametrize("name", MARKERS)
 def test_marker_tries_find_what_the_alternation_found(name: str) -> None:
     pattern: re.Pattern[str] = getattr(lexicon, name)
-    words = _marker_words()[name]
+    words = marker_words()[name]
     reference = _longest_first(words)
     rng = random.Random(name)  # noqa: S311 - reproducible test data
     texts = list(COMMANDS)
@@ -173,26 +174,9 @@ def test_marker_tries_find_what_the_alternation_found(name: str) -> None:
         assert (ours and ours.span()) == (theirs and theirs.span()), text
 
 
-def _marker_words() -> dict[str, list[str]]:
-    """Each marker list's words, read from the lexicon's source (``NAME = _alternation(…)``)."""
-    tree = ast.parse(Path(lexicon.__file__).read_text(encoding="utf-8"))
-    lists: dict[str, list[str]] = {}
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id == "_alternation"
-            and isinstance(target := node.targets[0], ast.Name)
-        ):
-            words = ast.literal_eval(node.value.args[0])
-            lists[target.id] = [w.replace("_", " ") for w in words.split()]
-    return lists
-
-
 def _vocabulary() -> list[str]:
     """Every word of every marker list."""
-    return [w for words in _marker_words().values() for w in words]
+    return [w for words in marker_words().values() for w in words]
 
 
 # -- folding a catalog at once ---------------------------------------------------------
