@@ -385,6 +385,12 @@ class UntrustedPattern:
         """Whether ``regex`` has compiled the pattern yet."""
         return self._compiled is not None
 
+    def cannot_match(self, text: str) -> bool:
+        """Whether ``text`` holds no character a match begins with, or none every match holds."""
+        return ((firsts := self.firsts) is not None and firsts.isdisjoint(text)) or (
+            (needs := self.needs) is not None and needs.isdisjoint(text)
+        )
+
     def compiled(self) -> regex.Pattern[str]:
         """Return the pattern compiled by ``regex`` (compiling it the first time)."""
         if (compiled := self._compiled) is None:
@@ -540,10 +546,8 @@ def search(
         if remaining < limit:
             limit, by_budget = remaining, True
     if isinstance(pattern, UntrustedPattern):
-        if (firsts := pattern.firsts) is not None and firsts.isdisjoint(text):
-            return None  # no character a match could begin with: it cannot match
-        if (needs := pattern.needs) is not None and needs.isdisjoint(text):
-            return None  # none of the characters every match holds: no match
+        if pattern.cannot_match(text):
+            return None
         compiled = pattern._compiled  # noqa: SLF001 - the hot path: no call
         if compiled is None:
             compiled = _compile_now(pattern)

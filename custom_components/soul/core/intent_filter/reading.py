@@ -241,13 +241,9 @@ class Context:
             self.incomplete += 1
             return None  # reported once, when it happened
         compiled = self.catalog.patterns.get(pattern, pattern)
-        # ``search``'s own first test, without the call and its clock: a text
-        # holding no character a match begins with (or no character every
-        # match holds) cannot match, whatever time is left.
-        if type(compiled) is UntrustedPattern and (
-            ((firsts := compiled.firsts) is not None and firsts.isdisjoint(text))
-            or ((needs := compiled.needs) is not None and needs.isdisjoint(text))
-        ):
+        # ``search``'s own first test, without the call and its clock: a
+        # text that cannot match is not searched, whatever time is left.
+        if type(compiled) is UntrustedPattern and compiled.cannot_match(text):
             return None
         try:
             return search(compiled, text, timeout=REGEX_TIMEOUT)
