@@ -8,9 +8,14 @@ body (``BodySim``), the baseline's two paho clients and the quiet bodies of
 the 100-body phase run in this child process; every arrival is stamped with
 ``time.monotonic()`` (CLOCK_MONOTONIC: the same clock in both processes).
 
+The chat requests of the HTTP samples leave from here too (``Poster``), as
+from a phone or a body: a client on Home Assistant's own loop would spend the
+loop's time building and sending its request before Home Assistant reads it.
+
 Commands arrive one per line on stdin; answers and events leave one per line
 on stdout (``ready``, ``ia <t>`` when the body receives an ``intent_action``,
 ``probe <t>`` when the receiver receives a probe, ``rt <seconds>``,
+``chat <t>`` once a chat request sent at ``t`` was answered as expected,
 ``done <command>``). ``benchmarks.chat_path`` starts it with ``python -c``
 (``scripts/bench`` runs only modules with a ``__main__`` block).
 """
@@ -18,8 +23,10 @@ on stdout (``ready``, ``ia <t>`` when the body receives an ``intent_action``,
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import logging
+import socket
 import sys
 import threading
 import time
@@ -84,6 +91,48 @@ class Receiver:
         self.client.loop_stop()
 
 
+class Poster:
+    """Sends ``POST /api/soul/v1/chat`` over one kept-alive connection."""
+
+    def __init__(self, port: int, token: str, body: str) -> None:
+        """Connect to Home Assistant's HTTP server on 127.0.0.1:``port``."""
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        self.connection.connect()
+        # as a client that sends small requests at once (aiohttp, browsers)
+        self.connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+        }
+        self.body = body
+
+    def chat(self, session_id: str, text: str) -> float:
+        """Send one turn; return when it was sent (``time.monotonic``) once answered."""
+        request = json.dumps(
+            {
+                "session_id": session_id,
+                "terminal_id": self.body,
+                "inputs": [{"type": "speech_text", "text": text}],
+            },
+            ensure_ascii=False,
+        ).encode()
+        self.connection.putrequest("POST", "/api/soul/v1/chat")
+        for name, value in self.headers.items():
+            self.connection.putheader(name, value)
+        self.connection.putheader("Content-Length", str(len(request)))
+        started = time.monotonic()
+        self.connection.endheaders(request)  # headers and body in one send()
+        response = self.connection.getresponse()
+        answer = json.loads(response.read())
+        if response.status != 200 or answer.get("executed_skills") != ["control_light"]:
+            raise RuntimeError(f"the turn did not execute: {response.status} {answer}")
+        return started
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.connection.close()
+
+
 def main() -> None:
     """Serve the parent's commands until ``stop`` or the end of stdin."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -109,6 +158,7 @@ def main() -> None:
     body = TimedBody(args.host, args.port, prefix=args.prefix, terminal_id=args.body)
     body.start()
     payload = ""
+    poster: Poster | None = None
     say("ready")
     try:
         for line in sys.stdin:
@@ -125,7 +175,16 @@ def main() -> None:
                 payload = json.dumps(body.last_payload, ensure_ascii=False)
                 say("payload", payload)
                 continue
-            if command == "quiet-publish":
+            if command.startswith("http "):  # http <port> <token>
+                _, port, token = command.split(" ")
+                poster = Poster(int(port), token, args.body)
+            elif command.startswith("chat "):  # chat <session id> <text>
+                if poster is None:
+                    raise RuntimeError("chat before http")
+                _, session_id, text = command.split(" ", 2)
+                say("chat", repr(poster.chat(session_id, text)))
+                continue
+            elif command == "quiet-publish":
                 quiet.publish()
             elif command == "quiet-clear":
                 quiet.clear()
@@ -135,6 +194,8 @@ def main() -> None:
                 raise ValueError(f"unknown command {command!r}")
             say("done", command)
     finally:
+        if poster is not None:
+            poster.close()
         body.stop()
         quiet.stop()
         receiver.stop()

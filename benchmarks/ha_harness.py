@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import contextlib
 from pathlib import Path
 import tempfile
+from typing import NamedTuple
 from unittest.mock import AsyncMock, patch
 
 import custom_components  # noqa: F401  # isort: skip  # before the test helpers' own
@@ -96,10 +97,19 @@ async def access_token(hass: HomeAssistant) -> str:
     return hass.auth.async_create_access_token(refresh)
 
 
+class Served(NamedTuple):
+    """Home Assistant's HTTP app served: a client on its loop, and how to reach it."""
+
+    client: ClientSession  # authenticated, on Home Assistant's own loop
+    port: int  # on 127.0.0.1
+    token: str  # an administrator's access token
+
+
 @contextlib.asynccontextmanager
-async def serve_http(hass: HomeAssistant) -> AsyncIterator[ClientSession]:
-    """Serve Home Assistant's HTTP app on 127.0.0.1; yield an authenticated client."""
-    server = test_utils.TestServer(hass.http.app, host="127.0.0.1", port=free_port())
+async def serve_http(hass: HomeAssistant) -> AsyncIterator[Served]:
+    """Serve Home Assistant's HTTP app on 127.0.0.1; yield it with an authenticated client."""
+    port = free_port()
+    server = test_utils.TestServer(hass.http.app, host="127.0.0.1", port=port)
     server.app._router.freeze = lambda: None  # type: ignore[method-assign]  # noqa: SLF001  # as the test helpers
     await server.start_server()
     token = await access_token(hass)
@@ -108,7 +118,7 @@ async def serve_http(hass: HomeAssistant) -> AsyncIterator[ClientSession]:
             base_url=str(server.make_url("/")),
             headers={"Authorization": f"Bearer {token}"},
         ) as session:
-            yield session
+            yield Served(session, port, token)
     finally:
         await server.close()
 
