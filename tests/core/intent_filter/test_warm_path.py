@@ -30,7 +30,7 @@ from custom_components.soul.core.intent_filter import (
     request as request_module,
     slots,
 )
-from custom_components.soul.core.intent_filter.entries import Slot
+from custom_components.soul.core.intent_filter.entries import SLOT_AFFINITY, Slot
 from custom_components.soul.core.intent_filter.reading import Context, read_clause
 from custom_components.soul.core.intent_filter.request import parse_request
 from custom_components.soul.core.intent_filter.segmenter import segment
@@ -320,7 +320,7 @@ def test_a_slot_implicit_cannot_fill_is_not_tried() -> None:
     names = ["skill", "label", "name", "x", "brightness", "volume_level", "level_x"]
     names += ["trigger_in_seconds", "duration_seconds", "seconds", "count", "mode"]
     names += ["percentage", "my_value", "valuex", "timer", "time", "at", "song"]
-    names += [*slots._AFFINITY]
+    names += [*SLOT_AFFINITY]
     commands = [
         "把灯调到50",
         "10分钟后提醒我",
@@ -336,10 +336,10 @@ def test_a_slot_implicit_cannot_fill_is_not_tried() -> None:
             for name in names:
                 slot = Slot(name=name)
                 found = slots._implicit(ctx, intent, slot, one)
-                if not slots._understood(name):
+                if not slot.implicit:
                     assert found == (False, None, None), (command, name)
     # Names it understands are tried (and some are filled here).
-    assert all(slots._understood(n) for n in ("brightness", "mode", "x_seconds"))
+    assert all(Slot(name=n).implicit for n in ("brightness", "mode", "x_seconds"))
 
 
 class _Point:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+import functools
 import math
 import re
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from zhconv_rs import zhconv
 
@@ -55,6 +56,22 @@ ENTITY_TYPE_ALIASES = {"time_duration": "duration", "time_time_point": "time_poi
 ENTITY_TYPE_NAMES = ENTITY_TYPES | {"time"}
 # A ``*_seconds`` slot named like a length takes a plain duration ("点头3秒").
 LENGTH_NAME = re.compile(r"duration|length|period|hold|keep|for_|_for|run_")
+# Slot names that take a built-in entity type when their own rules find nothing.
+SLOT_AFFINITY = {
+    "color": "color", "colour": "color", "light_color": "color", "rgb_color": "color",
+    "mode": "action", "action": "action", "state": "action", "power": "action",
+    "operation": "action", "switch": "action", "command": "action",
+    "room": "room", "location": "room", "area": "room", "place": "room",
+    "device": "device", "target": "device", "device_type": "device", "appliance": "device",
+    "motion": "motion", "gesture": "motion",
+}  # fmt: skip
+# Slots that say "set_color" when the clause names a color and no action.
+MODE_SLOTS = frozenset({"mode", "light_mode", "operation"})
+# Slot names that take the clause's first number.
+NUMBER_SLOTS = re.compile(
+    r"(?:^|_)(?:brightness|volume|level|percent|percentage|count|times|number|value|"
+    r"temperature|speed|step|amount)(?:$|_)"
+)
 KEYWORD_RULES = ("keywords_any", "keywords_all", "negative_keywords")
 REGEX_RULES = ("regex_any", "regex_all")
 _MAPPINGS = (dict, Mapping)  # a dict first: the ABC check is slow
@@ -90,6 +107,60 @@ class Slot:
     # Whether the slot takes the moment a time expression names ("10分钟后",
     # "明天8点"), rather than a length or a text.
     moment: bool = False
+    # What its name and rules say, read once here rather than at every command
+    # (``slots.fill_slots``); none of it depends on what the user said.
+    named: SlotName = field(init=False, repr=False, compare=False)
+    # ``slots._implicit`` may fill it: it has a pattern, or a name it
+    # understands (``*_seconds``, an entity type's, a number's); for any other
+    # (``skill``, ``label``) it finds nothing
+    implicit: bool = field(init=False, repr=False, compare=False)
+    # Nothing in a clause can fill it (no pattern, time, entity type, nor a
+    # name ``_implicit`` understands): only its default or ``required`` count.
+    inert: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Read the slot's name and rules once (a frozen dataclass: set directly)."""
+        named = slot_name(self.name)
+        implicit = (
+            self.regex is not None
+            or named.seconds
+            or named.affinity is not None
+            or named.numbered
+        )
+        object.__setattr__(self, "named", named)
+        object.__setattr__(self, "implicit", implicit)
+        object.__setattr__(
+            self,
+            "inert",
+            not (
+                implicit
+                or self.from_time_key
+                or self.time_kind
+                or self.from_entity_types
+            ),
+        )
+
+
+class SlotName(NamedTuple):
+    """What a slot's name says about the values it takes (``slot_name``)."""
+
+    seconds: bool  # "*_seconds": a time signal's seconds
+    length: bool  # named like a length (``LENGTH_NAME``): a plain duration
+    affinity: str | None  # the built-in entity type it takes (``SLOT_AFFINITY``)
+    mode: bool  # "set_color" when the clause names a color (``MODE_SLOTS``)
+    numbered: bool  # the clause's first number (``NUMBER_SLOTS``)
+
+
+@functools.lru_cache(maxsize=1024)
+def slot_name(name: str) -> SlotName:
+    """Read a slot's name; kept by name, as catalogs reuse a few ("mode", "color")."""
+    return SlotName(
+        name.endswith("_seconds"),
+        LENGTH_NAME.search(name) is not None,
+        SLOT_AFFINITY.get(name),
+        name in MODE_SLOTS,
+        NUMBER_SLOTS.search(name) is not None,
+    )
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)

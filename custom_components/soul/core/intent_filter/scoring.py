@@ -162,11 +162,12 @@ def score_intent(ctx: Context, intent: Intent, reading: Reading) -> Candidate | 
                 scores.append(score)
                 strong = True
                 break
-    present = [t for t in intent.entity_types_any if t in types]
-    for position, kind in enumerate(present):
-        score = 0.3 if position == 0 else 0.15
-        evidence.append({"type": "entity_type", "value": kind, "score": score})
-        scores.append(score)
+    if intent.entity_types_any:
+        present = [t for t in intent.entity_types_any if t in types]
+        for position, kind in enumerate(present):
+            score = 0.3 if position == 0 else 0.15
+            evidence.append({"type": "entity_type", "value": kind, "score": score})
+            scores.append(score)
     if intent.examples:
         if (clause_grams := reading.grams) is None:  # once per clause
             clause_grams = reading.grams = bigrams(reading.clause.folded.text)

@@ -8,32 +8,17 @@ text is normalised (value maps, numbers, durations, entities).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-import functools
 import re
 from typing import Any
 
 from .durations import Duration
-from .entries import LENGTH_NAME, Intent, Slot, fold
+from .entries import Intent, Slot, fold
 from .lexicon import Entity, find_entities, surfaces_of
 from .numbers import parse_number
 from .reading import Context, Reading
 from .text import Variant
 from .timepoints import TimePoint
 
-# Slot names that take a built-in entity type when their own rules find nothing.
-_AFFINITY = {
-    "color": "color", "colour": "color", "light_color": "color", "rgb_color": "color",
-    "mode": "action", "action": "action", "state": "action", "power": "action",
-    "operation": "action", "switch": "action", "command": "action",
-    "room": "room", "location": "room", "area": "room", "place": "room",
-    "device": "device", "target": "device", "device_type": "device", "appliance": "device",
-    "motion": "motion", "gesture": "motion",
-}  # fmt: skip
-_MODE_SLOTS = {"mode", "light_mode", "operation"}
-_NUMBER_SLOTS = re.compile(
-    r"(?:^|_)(?:brightness|volume|level|percent|percentage|count|times|number|value|"
-    r"temperature|speed|step|amount)(?:$|_)"
-)
 _NUMERIC = re.compile(r"\s*[0-9０-９.]+\s*|[零〇一二两兩三四五六七八九十百千万点點半]+")
 
 
@@ -50,11 +35,11 @@ def time_signals(reading: Reading) -> tuple[list[Duration], list[TimePoint]]:
 
 
 def _seconds_for(
-    slot_name: str, reading: Reading, now: datetime, command: str
+    slot: Slot, reading: Reading, now: datetime, command: str
 ) -> tuple[float, str] | None:
     """Pick the time signal a ``*_seconds`` slot means, as (seconds, text)."""
     durations, points = time_signals(reading)
-    if LENGTH_NAME.search(slot_name):
+    if slot.named.length:
         ordered = [d for d in durations if not d.relative] + [
             d for d in durations if d.relative
         ]
@@ -119,7 +104,7 @@ def _normalize_capture(
     folded = fold(raw).strip()
     if folded in slot.value_map:
         return slot.value_map[folded]
-    if slot.name.endswith("_seconds"):
+    if slot.named.seconds:
         if where is not None:
             reading, variant, span = where
             for duration in ctx.durations(variant.text):
@@ -138,13 +123,12 @@ def _normalize_capture(
         and (value := parse_number(folded.strip())) is not None
     ):
         return json_number(value)
-    kind = _AFFINITY.get(slot.name)
-    if kind is not None:
+    if (kind := slot.named.affinity) is not None:
         entities = find_entities(folded, ctx.locale)
         for entity in entities:
             if entity.type == kind:
                 return entity.value
-        if slot.name in _MODE_SLOTS and any(e.type == "color" for e in entities):
+        if slot.named.mode and any(e.type == "color" for e in entities):
             return "set_color"
     return raw
 
@@ -163,6 +147,12 @@ def fill_slots(
     from_text = 0
     variants = reading.clause.variants
     for slot in intent.slots:
+        if slot.inert:  # only its default or ``required`` count (most "skill"s)
+            if slot.has_default:
+                normalized[slot.name] = slot.default
+            elif slot.required:
+                missing.append(slot.name)
+            continue
         value: Any = None
         raw: str | None = None
         found = False
@@ -205,7 +195,7 @@ def fill_slots(
             ):
                 value, raw = timed
                 found = True
-        if not found and (slot.regex is not None or _understood(slot.name)):
+        if not found and slot.implicit:
             found, value, raw = _implicit(ctx, intent, slot, reading)
         if found:
             if raw is not None:
@@ -232,39 +222,22 @@ def _align(
     return None
 
 
-@functools.lru_cache(maxsize=1024)
-def _understood(name: str) -> bool:
-    """Whether ``_implicit`` may fill a slot of this name that has no pattern.
-
-    Only a ``*_seconds`` name, a name with an entity type, or a number's name
-    can be: for any other (``skill``, ``label``) it finds nothing.
-    """
-    return (
-        name.endswith("_seconds")
-        or name in _AFFINITY
-        or _NUMBER_SLOTS.search(name) is not None
-    )
-
-
 def _implicit(
     ctx: Context, intent: Intent, slot: Slot, reading: Reading
 ) -> tuple[bool, Any, str | None]:
     """Fill a slot from what Soul understands by itself (time, entities, numbers)."""
-    if slot.name.endswith("_seconds"):
+    if slot.named.seconds:
         if (
-            picked := _seconds_for(
-                slot.name, reading, ctx.request.now, ctx.request.command
-            )
+            picked := _seconds_for(slot, reading, ctx.request.now, ctx.request.command)
         ) is not None:
             seconds, text = picked
             return True, json_number(seconds), text or None
         return False, None, None
-    kind = _AFFINITY.get(slot.name)
-    if kind is not None:
+    if (kind := slot.named.affinity) is not None:
         for entity in reading.entities:
             if entity.type == kind:
                 return True, entity.value, entity.text
-        if slot.name in _MODE_SLOTS and "color" in reading.types:
+        if slot.named.mode and "color" in reading.types:
             return True, "set_color", None
     if slot.regex is not None and reading.entities:
         # Align what the user said with the catalog's own vocabulary: "nod" has
@@ -289,7 +262,7 @@ def _implicit(
                     _normalize_capture(ctx, slot, captured),
                     entity.text,
                 )
-    if reading.numbers and _NUMBER_SLOTS.search(slot.name):
+    if reading.numbers and slot.named.numbered:
         number, start, end = reading.numbers[0]
         return True, json_number(number), ctx.request.command[start:end]
     return False, None, None
