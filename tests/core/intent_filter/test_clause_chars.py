@@ -257,6 +257,18 @@ def test_marker_matches_begin_with_a_first_character() -> None:
             assert not lexicon.is_question(folded), text
 
 
+def _spy_marker(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
+    """Put a spy in place of the marker pattern ``name`` in ``module``.
+
+    ``lexicon.has_marker`` finds a pattern's first characters by its id: the
+    spy gets those of the pattern it wraps.
+    """
+    pattern = getattr(lexicon, name)
+    spy = _Spy(pattern)
+    monkeypatch.setitem(lexicon._FIRSTS, id(spy), lexicon.marker_firsts(pattern))
+    monkeypatch.setattr(module, name, spy)
+
+
 def test_markers_are_not_searched_without_a_first_character(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -266,7 +278,7 @@ def test_markers_are_not_searched_without_a_first_character(
     monkeypatch.setattr(reading_module, "is_negated", refuse)
     monkeypatch.setattr(reading_module, "is_question", refuse)
     for name in ("OPINION", "CONVERSATION", "EXCLAMATION", "DEGREE", "POLITE_REQUEST"):
-        monkeypatch.setattr(reading_module, name, _Spy(getattr(lexicon, name)))
+        _spy_marker(monkeypatch, reading_module, name)
     markers = Markers("开灯", {"开", "灯"})
     assert not markers.negated
     assert not markers.question
@@ -324,7 +336,7 @@ def test_classify_skips_markers_and_decides_the_same(
     for text in _texts():
         assert engine._classify(text) == _classify_reading_every_marker(text), text
     for name in ("CONVERSATION", "GREETING", "EXCLAMATION", "OPINION"):
-        monkeypatch.setattr(engine, name, _Spy(getattr(lexicon, name)))
+        _spy_marker(monkeypatch, engine, name)
     monkeypatch.setattr(engine, "is_question", pytest.fail)
     assert engine._classify("灯灯灯") == (engine.SYS_FALLBACK, "no_catalog_match", 0.5)
     for name in ("CONVERSATION", "GREETING", "EXCLAMATION", "OPINION"):

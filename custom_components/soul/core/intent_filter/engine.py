@@ -27,8 +27,8 @@ from .lexicon import (
     GREETING,
     OPINION,
     QUESTION_FIRSTS,
+    has_marker,
     is_question,
-    marker_firsts,
     negation,
 )
 from .reading import Context, Reading, expresses_emotion, read_clause
@@ -38,10 +38,6 @@ from .segmenter import Segment, segment
 from .slots import json_number
 
 _CONTENT = re.compile(r"\w")
-_CONVERSATION_FIRSTS = marker_firsts(CONVERSATION)
-_GREETING_FIRSTS = marker_firsts(GREETING)
-_EXCLAMATION_FIRSTS = marker_firsts(EXCLAMATION)
-_OPINION_FIRSTS = marker_firsts(OPINION)
 REGEX_BUDGET = 0.012  # seconds all catalog patterns may run on one command
 FILTER_BUDGET = 0.015  # seconds for the whole command; later clauses are skipped
 MAX_SEGMENTS = 32  # clauses read of one command
@@ -96,14 +92,11 @@ def _classify(command: str) -> tuple[str, str, float]:
     chars = set(folded)
     if not QUESTION_FIRSTS.isdisjoint(chars) and is_question(folded):
         return SYS_FALLBACK, "open_question", 0.8
-    if (not _CONVERSATION_FIRSTS.isdisjoint(chars) and CONVERSATION.search(folded)) or (
-        not _GREETING_FIRSTS.isdisjoint(chars) and GREETING.search(folded)
-    ):
+    if has_marker(CONVERSATION, folded, chars) or has_marker(GREETING, folded, chars):
         return SYS_FALLBACK, "conversation", 0.7
     if (
-        (not _EXCLAMATION_FIRSTS.isdisjoint(chars) and EXCLAMATION.search(folded))
-        or expresses_emotion(command)
-    ) and (_OPINION_FIRSTS.isdisjoint(chars) or not OPINION.search(folded)):
+        has_marker(EXCLAMATION, folded, chars) or expresses_emotion(command)
+    ) and not has_marker(OPINION, folded, chars):
         return SYS_NO_ACTION, "emotional_expression", 0.75
     return SYS_FALLBACK, "no_catalog_match", 0.5
 

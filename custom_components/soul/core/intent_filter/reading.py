@@ -35,6 +35,7 @@ from .lexicon import (
     QUESTION_FIRSTS,
     Entity,
     find_entities,
+    has_marker,
     is_negated,
     is_question,
     marker_firsts,
@@ -59,13 +60,8 @@ _NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[零〇一二两兩三四五六
 # What a number token begins with: a clause holding none of them has no number.
 _NUMBER_CHARS = frozenset("0123456789零〇一二两兩三四五六七八九十百千万")
 _NOT_CONTENT = re.compile(r"\W")  # a clause's few other characters, counted
-# What each decision marker begins with (``Markers`` skips the others' scans).
+# What a negation begins with (``Markers.negated`` skips the other texts).
 _NEGATION_FIRSTS = marker_firsts(NEGATION)
-_OPINION_FIRSTS = marker_firsts(OPINION)
-_CONVERSATION_FIRSTS = marker_firsts(CONVERSATION)
-_EXCLAMATION_FIRSTS = marker_firsts(EXCLAMATION)
-_DEGREE_FIRSTS = marker_firsts(DEGREE)
-_POLITE_FIRSTS = marker_firsts(POLITE_REQUEST)
 _LATIN_SUFFIXES = ("", "s", "es", "ed", "ing", "er", "ers", "d")
 _LATIN_TAIL = re.compile(r"[a-z]*")
 
@@ -134,16 +130,10 @@ class Markers:
         """Opinion, conversation or exclamation markers."""
         if (value := self._chatty) is None:
             text, chars = self._text, self._chars
-            value = self._chatty = bool(
-                (not _OPINION_FIRSTS.isdisjoint(chars) and OPINION.search(text))
-                or (
-                    not _CONVERSATION_FIRSTS.isdisjoint(chars)
-                    and CONVERSATION.search(text)
-                )
-                or (
-                    not _EXCLAMATION_FIRSTS.isdisjoint(chars)
-                    and EXCLAMATION.search(text)
-                )
+            value = self._chatty = (
+                has_marker(OPINION, text, chars)
+                or has_marker(CONVERSATION, text, chars)
+                or has_marker(EXCLAMATION, text, chars)
                 or expresses_emotion(text)
             )
         return value
@@ -152,20 +142,14 @@ class Markers:
     def remark(self) -> bool:
         """Degree words that make a remark of a clause without an action ("灯太亮了")."""
         if (value := self._remark) is None:
-            value = self._remark = (
-                not _DEGREE_FIRSTS.isdisjoint(self._chars)
-                and DEGREE.search(self._text) is not None
-            )
+            value = self._remark = has_marker(DEGREE, self._text, self._chars)
         return value
 
     @property
     def polite(self) -> bool:
         """Request markers: "帮我", "请", "please"."""
         if (value := self._polite) is None:
-            value = self._polite = (
-                not _POLITE_FIRSTS.isdisjoint(self._chars)
-                and POLITE_REQUEST.search(self._text) is not None
-            )
+            value = self._polite = has_marker(POLITE_REQUEST, self._text, self._chars)
         return value
 
 
