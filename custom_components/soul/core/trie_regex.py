@@ -5,7 +5,8 @@ thousands of words costs thousands of tests at every position of a text. The
 same words as a trie cost one test per character of the longest word there;
 the first characters are further split into buckets behind character-class
 lookaheads. Branches are ordered so the longest word at a position wins. Used
-by the emotion lexicon and by the intent filter's catalog keywords.
+by the emotion lexicon, the intent filter's catalog keywords, decision
+markers and built-in entities.
 """
 
 from __future__ import annotations

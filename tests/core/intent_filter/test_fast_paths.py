@@ -174,6 +174,40 @@ def test_marker_tries_find_what_the_alternation_found(name: str) -> None:
         assert (ours and ours.span()) == (theirs and theirs.span()), text
 
 
+def _entities_longest_first(table: dict[str, Any]) -> re.Pattern[str]:
+    """The built-in entities' pattern as it was: alternations, longest surfaces first."""
+    cjk = sorted((s for s in table if not s.isascii()), key=len, reverse=True)
+    latin = sorted((s for s in table if s.isascii()), key=len, reverse=True)
+    latin_alternatives = "|".join(re.escape(s).replace(r"\ ", r"\s+") for s in latin)
+    return re.compile(
+        "|".join(map(re.escape, cjk))
+        + r"|\b(?:"
+        + latin_alternatives
+        + r")(?:s|es)?\b",
+        re.IGNORECASE,
+    )
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "zh-TW", "en-US", "ja-JP", "ko-KR"])
+def test_entity_trie_finds_what_the_alternation_found(locale: str) -> None:
+    lex = lexicon.lexicon(locale)
+    reference = _entities_longest_first(lex.table)
+    surfaces = list(lex.table)
+    rng = random.Random(locale)  # noqa: S311 - reproducible test data
+    others = ["s", "es", "ing", " ", "  ", "x", "a", "the ", "。", "灯", "ſ"]
+    # every surface alone, then with each ending glued on, and in capitals
+    texts = [*COMMANDS, *(s + end for s in surfaces for end in ["", *others])]
+    texts += [text.upper() for text in texts]
+    for _ in range(4000):
+        pieces = [rng.choice(surfaces + others) for _ in range(rng.randint(1, 4))]
+        text = rng.choice(["", " "]).join(pieces)
+        texts.append(text.upper() if rng.random() < 0.3 else text)
+    for text in texts:
+        ours = [(m.span(), m.group()) for m in lex.pattern.finditer(text)]
+        theirs = [(m.span(), m.group()) for m in reference.finditer(text)]
+        assert ours == theirs, text
+
+
 def _vocabulary() -> list[str]:
     """Every word of every marker list."""
     return [w for words in marker_words().values() for w in words]
