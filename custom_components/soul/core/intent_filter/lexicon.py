@@ -19,6 +19,7 @@ from collections.abc import Iterable, Set as AbstractSet
 from dataclasses import dataclass
 import functools
 import re
+from typing import NamedTuple
 
 from ..trie_regex import alternation
 
@@ -92,9 +93,12 @@ _BLOCKERS = (
 _JA_OVERRIDES = {"青": ("color", "blue"), "青色": ("color", "blue")}
 
 
-@dataclass(frozen=True, slots=True)
-class Entity:
-    """A built-in entity found in a clause (span in that clause's variant text)."""
+class Entity(NamedTuple):
+    """A built-in entity found in a clause (span in that clause's variant text).
+
+    A named tuple: as immutable as a frozen dataclass, and made in a third of
+    the time (a command makes a few of each clause's).
+    """
 
     type: str
     value: str | float
