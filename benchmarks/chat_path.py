@@ -23,7 +23,10 @@ processes):
 The baseline, sampled in turns with them in the same run: the bare broker
 round trip — a paho client publishes a payload as large as the
 ``intent_action`` (QoS 1) and another paho client receives it, both in the
-devices' process. For scale,
+devices' process. For scale, without a goal: the same clients with a turn's
+two messages back to back (payloads as large as its ``emotion_update`` and
+its ``intent_action``; the spec sends the ``emotion_update`` first), until
+the second arrives, and
 Home Assistant's own ``mqtt.async_publish`` of that payload to the same
 receiver (no goal). Everything is measured with 1 body online, then with
 100 (99 more bodies announce themselves with retained messages, heartbeat
@@ -174,6 +177,10 @@ class Scenario:
         """Bare broker round trip: paho publish → paho receive (QoS 1), timed by the peer."""
         return float((await self.peer.ask("rt")).removeprefix("rt "))
 
+    async def two_messages(self) -> float:
+        """Time a turn's two messages, bare: paho publishes both → paho gets the second."""
+        return float((await self.peer.ask("rt2")).removeprefix("rt2 "))
+
     async def ha_publish(self) -> float:
         """Home Assistant's ``mqtt.async_publish`` → paho receive (QoS 1)."""
 
@@ -248,6 +255,7 @@ class Scenario:
         """Return each figure's samples (ms), taken in turns ``rounds`` times."""
         samples: dict[str, list[float]] = {
             "round_trip": [],
+            "two_messages": [],
             "ha_publish": [],
             "device": [],
             "http": [],
@@ -255,6 +263,7 @@ class Scenario:
         }
         steps = (
             ("round_trip", self.round_trip),
+            ("two_messages", self.two_messages),
             ("ha_publish", self.ha_publish),
             ("device", self.device_turn),
             ("http", self.http_turn),
@@ -388,6 +397,7 @@ def main() -> None:
         print(f"  {phase} bod{'y' if phase == '1' else 'ies'} online:")
         rows = (
             ("baseline: bare broker round trip", "round_trip"),
+            ("  the turn's two messages, bare", "two_messages"),
             ("HA mqtt.async_publish → body", "ha_publish"),
             ("POST /api/soul/v1/chat", "device"),
             ("  the same, client on HA's loop", "http"),
@@ -403,7 +413,7 @@ def main() -> None:
                     f"   p50 {p50 / rtt50:5.1f}x baseline,"
                     f" goal <= {args.max_ratio:g}x: {verdict(good)}"
                 )
-            elif key in ("ha_publish", "http"):
+            elif key in ("two_messages", "ha_publish", "http"):
                 note = f"   p50 {p50 / rtt50:5.1f}x baseline (no goal)"
             print(f"    {label:<34}: p50 {p50:7.2f} ms   p99 {p99:7.2f} ms{note}")
     for label, key in (

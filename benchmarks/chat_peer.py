@@ -15,6 +15,7 @@ loop's time building and sending its request before Home Assistant reads it.
 Commands arrive one per line on stdin; answers and events leave one per line
 on stdout (``ready``, ``ia <t>`` when the body receives an ``intent_action``,
 ``probe <t>`` when the receiver receives a probe, ``rt <seconds>``,
+``rt2 <seconds>``,
 ``chat <t>`` once a chat request sent at ``t`` was answered as expected,
 ``done <command>``). ``benchmarks.chat_path`` starts it with ``python -c``
 (``scripts/bench`` runs only modules with a ``__main__`` block).
@@ -68,8 +69,10 @@ class Receiver:
 
     def __init__(self, host: str, port: int) -> None:
         """Connect and subscribe (blocking)."""
-        self.arrived = threading.Event()
+        self.arrived = threading.Event()  # set once ``wanted`` probes arrived
         self.at = 0.0
+        self.count = 0
+        self.wanted = 1
         subscribed = threading.Event()
         self.client = Client(CallbackAPIVersion.VERSION2, client_id="bench-receiver")
         self.client.on_message = self._on_message
@@ -80,9 +83,17 @@ class Receiver:
         if not subscribed.wait(10):
             raise TimeoutError("the receiver did not subscribe")
 
+    def expect(self, wanted: int) -> None:
+        """Wait for ``wanted`` probes from now on."""
+        self.arrived.clear()
+        self.count = 0
+        self.wanted = wanted
+
     def _on_message(self, _client: Client, _userdata: Any, _msg: MQTTMessage) -> None:
         self.at = at = time.monotonic()
-        self.arrived.set()
+        self.count += 1
+        if self.count >= self.wanted:
+            self.arrived.set()
         say("probe", repr(at))
 
     def stop(self) -> None:
@@ -157,22 +168,27 @@ def main() -> None:
     )
     body = TimedBody(args.host, args.port, prefix=args.prefix, terminal_id=args.body)
     body.start()
-    payload = ""
+    payload = emotion = ""
     poster: Poster | None = None
     say("ready")
     try:
         for line in sys.stdin:
             command = line.strip()
-            if command == "rt":  # the bare broker round trip, timed here
-                receiver.arrived.clear()
+            if command in ("rt", "rt2"):  # the bare broker round trip, timed here
+                # rt2: a turn's two messages, as large as its emotion_update
+                # and its intent_action, back to back, until the second arrives
+                messages = [payload] if command == "rt" else [emotion, payload]
+                receiver.expect(len(messages))
                 started = time.monotonic()
-                publisher.publish(PROBE_TOPIC, payload, qos=1)
+                for message in messages:
+                    publisher.publish(PROBE_TOPIC, message, qos=1)
                 if not receiver.arrived.wait(10):
                     raise TimeoutError("the probe did not arrive")
-                say("rt", repr(receiver.at - started))
+                say(command, repr(receiver.at - started))
                 continue
             if command == "probe-like-intent":  # probes as large as the action
                 payload = json.dumps(body.last_payload, ensure_ascii=False)
+                emotion = json.dumps(body.last_emotion, ensure_ascii=False)
                 say("payload", payload)
                 continue
             if command.startswith("http "):  # http <port> <token>
