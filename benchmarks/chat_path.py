@@ -45,6 +45,7 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 import contextlib
+from functools import partial
 import gc
 import logging
 import statistics
@@ -140,8 +141,8 @@ class Peer:
 
 async def arrival(
     peer: Peer, which: str, start: Callable[[], Awaitable[object]]
-) -> tuple[float, Any]:
-    """Return seconds from ``start()`` until the peer's ``which`` arrives, and what it returned."""
+) -> tuple[float, float, Any]:
+    """Run ``start()``; return when it began, when the peer's ``which`` arrived, and what it returned."""
     future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
     setattr(peer, which, future)
     started = clock()
@@ -151,11 +152,11 @@ async def arrival(
             at = await future
     finally:
         setattr(peer, which, None)
-    return at - started, returned
+    return started, at, returned
 
 
 class Scenario:
-    """The four things sampled in turns."""
+    """The things sampled in turns: the baselines and the turns."""
 
     def __init__(
         self,
@@ -187,8 +188,8 @@ class Scenario:
         async def publish() -> None:
             await mqtt.async_publish(self.hass, PROBE_TOPIC, self.payload, 1, False)
 
-        spent, _ = await arrival(self.peer, "probe", publish)
-        return spent
+        started, at, _ = await arrival(self.peer, "probe", publish)
+        return at - started
 
     async def http_turn(self) -> float:
         """POST /api/soul/v1/chat → the body receives intent_action."""
@@ -210,8 +211,8 @@ class Scenario:
                     raise RuntimeError(f"the turn did not execute: {body}")
                 return body
 
-        spent, _ = await arrival(self.peer, "body", post)
-        return spent
+        started, at, _ = await arrival(self.peer, "body", post)
+        return at - started
 
     async def device_turn(self) -> float:
         """POST /api/soul/v1/chat from the devices' process → the body receives intent_action.
@@ -220,16 +221,13 @@ class Scenario:
         Assistant's loop does not build or send it.
         """
         self.turn += 1
-        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-        self.peer.body = future
-        try:
-            reply = await self.peer.ask(f"chat bench-{self.turn % 8} {COMMAND}")
-            if not reply.startswith("chat "):
-                raise RuntimeError(f"chat_peer: {reply}")
-            async with asyncio.timeout(10):
-                at = await future
-        finally:
-            self.peer.body = None
+        _, at, reply = await arrival(
+            self.peer,
+            "body",
+            partial(self.peer.ask, f"chat bench-{self.turn % 8} {COMMAND}"),
+        )
+        if not reply.startswith("chat "):
+            raise RuntimeError(f"chat_peer: {reply}")
         return at - float(reply.removeprefix("chat "))
 
     async def assist_turn(self) -> float:
@@ -248,8 +246,8 @@ class Scenario:
                 raise RuntimeError(f"the Assist turn failed: {result.response}")
             return result
 
-        spent, _ = await arrival(self.peer, "body", converse)
-        return spent
+        started, at, _ = await arrival(self.peer, "body", converse)
+        return at - started
 
     async def sample(self, rounds: int) -> dict[str, list[float]]:
         """Return each figure's samples (ms), taken in turns ``rounds`` times."""
