@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
+import sys
+import threading
 import time
 from typing import Any
 
@@ -306,3 +309,49 @@ def test_first_use_compiles_beyond_the_free_time_are_the_inputs(
         search(checked, "超出时间")
     assert checked.is_compiled  # compiled once, for the next input
     assert deferred_compile_seconds() == before
+
+
+def _others_ran_during_a_search() -> int:
+    """Search a slow text while another thread counts; return what it counted.
+
+    The switch interval is long, so the counting thread runs during the
+    search only if the search lets go of the GIL.
+    """
+    counted = [0]
+    stop = threading.Event()
+    started = threading.Event()
+
+    def count() -> None:
+        started.set()
+        while not stop.is_set():
+            counted[0] += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.2)
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        started.wait()
+        time.sleep(0.001)  # the GIL back to this thread, for 0.2 s
+        before = counted[0]
+        with pytest.raises(RegexTimeoutError):  # 10 ms of backtracking
+            search(HOSTILE, HOSTILE_INPUT, timeout=0.01)
+        return counted[0] - before
+    finally:
+        stop.set()
+        counter.join()
+        sys.setswitchinterval(interval)
+
+
+def test_a_match_on_the_event_loop_keeps_the_gil() -> None:
+    # Letting go of it would let any busy thread hold the loop until the
+    # switch interval asks for it back (100 µs a search in Home Assistant).
+    async def on_the_loop() -> int:
+        return _others_ran_during_a_search()
+
+    assert asyncio.run(on_the_loop()) == 0
+
+
+def test_a_match_in_a_worker_thread_lets_the_gil_go() -> None:
+    # Here the loop's thread is the one waiting: it runs while the worker matches.
+    assert _others_ran_during_a_search() > 0

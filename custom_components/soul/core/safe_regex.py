@@ -9,7 +9,8 @@ Home Assistant's event loop. So every untrusted pattern:
   level more exhausts the memory), so the minimum counts of nested repeats
   are multiplied out from Python's own parse tree before anything compiles;
 - always runs on the ``regex`` module (pure C, with musllinux wheels) with a
-  hard ``timeout`` — never on ``re``, whose matches cannot be stopped;
+  hard ``timeout`` — never on ``re``, whose matches cannot be stopped —
+  and, on an event loop's thread, keeps the GIL while it matches;
 - shares the time of one input with every other pattern run on that input:
   inside ``with budget(seconds):`` each match's timeout is cut to what is
   left, and once it is spent ``RegexBudgetError`` says so.
@@ -17,6 +18,7 @@ Home Assistant's event loop. So every untrusted pattern:
 
 from __future__ import annotations
 
+from asyncio import _get_running_loop
 from contextvars import ContextVar, Token
 import functools
 import re
@@ -564,7 +566,17 @@ def search(
         if (firsts := first_chars(source)) is not None and firsts.isdisjoint(text):
             return None  # no character a match could begin with: it cannot match
     try:
-        return compiled.search(text, timeout=limit)
+        # The regex module lets go of the GIL for a whole match. On an event
+        # loop's thread that hands the interpreter to any busy thread, and the
+        # loop waits for it back: 100 µs a search in Home Assistant, up to the
+        # switch interval (5 ms) twice with a thread computing. There the
+        # match keeps the GIL (at most ``limit``); in a worker thread it lets
+        # go, so that the loop runs meanwhile.
+        return compiled.search(
+            text,
+            timeout=limit,
+            concurrent=None if _get_running_loop() is None else False,
+        )
     except TimeoutError:
         if by_budget:
             raise RegexBudgetError(
