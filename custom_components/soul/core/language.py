@@ -47,8 +47,12 @@ def to_simplified(text: str) -> str:
     """Convert Traditional Chinese to Simplified, keeping one character per character.
 
     A lone surrogate (which ``zhconv`` cannot take) stays as it is; the text
-    around it is converted.
+    around it is converted. ASCII, which no table converts, is not handed to
+    ``zhconv`` at all: it lets go of the GIL, and on the event loop any busy
+    thread may then keep it for up to the switch interval.
     """
+    if text.isascii():
+        return text
     try:
         converted = zhconv(text, "zh-Hans")
     except UnicodeEncodeError:
