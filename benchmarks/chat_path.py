@@ -35,7 +35,9 @@ every 10 s and are bound to a soul, so the 3 s emotion tick publishes to all).
 Goals: p50 at most 3x the bare round trip's p50 (both phases), and a p99
 that does not grow with 100 bodies online (at most ``--p99-growth`` times the
 1-body p99). PASS or FAIL per goal; ``--check`` makes a FAIL exit 1;
-``--profile`` prints cProfile's view of the loop during the 100-body phase.
+``--profile`` prints cProfile's view of the loop during the 100-body phase;
+``--timeline`` the median time of each of Soul's steps in a turn
+(``benchmarks.turn_timeline``).
 Run with ``scripts/bench`` or ``.venv/bin/python -m benchmarks.chat_path``.
 """
 
@@ -62,6 +64,7 @@ from benchmarks.chat_peer import PROBE_TOPIC
 from benchmarks.ha_harness import home_assistant, serve_http, soul_entry, until
 from benchmarks.loop_meter import LoopMeter
 from benchmarks.timing import verdict
+from benchmarks.turn_timeline import Timeline
 from devtools.broker import MqttBroker
 
 PREFIX = "bench"
@@ -378,10 +381,15 @@ def main() -> None:
     parser.add_argument("--p99-growth", type=float, default=1.5)
     parser.add_argument("--profile", action="store_true", help="cProfile the loop")
     parser.add_argument("--profile-lines", type=int, default=40)
+    parser.add_argument(
+        "--timeline", action="store_true", help="mark Soul's steps in every turn"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 on a FAIL")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    results = asyncio.run(measure(args))
+    timeline = Timeline()
+    with timeline.installed() if args.timeline else contextlib.nullcontext():
+        results = asyncio.run(measure(args))
 
     many = str(args.bodies)
     print(
@@ -440,6 +448,8 @@ def main() -> None:
     if args.profile:
         print(meter.profile_text(args.profile_lines, "tottime"))
         print(meter.profile_text(args.profile_lines, "cumulative"))
+    if args.timeline:
+        print(timeline.report())
     if args.check and not ok:
         sys.exit(1)
 

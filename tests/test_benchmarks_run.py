@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
         ["benchmarks.bench_registry", "--terminals", "20", "--repeats", "1"],
         ["benchmarks.hostile", "--quick", "--rounds", "1", "--classes", "1,2,8,9"],
         ["benchmarks.startup", "--bodies", "4", "--souls", "2"],
-        ["benchmarks.chat_path", "--rounds", "5", "--warmup", "1", "--bodies", "2"],
+        ["benchmarks.chat_path", "--rounds", "5", "--warmup", "1", "--bodies", "2",
+         "--timeline"],
     ],
     ids=lambda command: command[0].removeprefix("benchmarks."),
 )  # fmt: skip
@@ -43,3 +44,6 @@ def test_a_benchmark_runs(command: list[str]) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "PASS" in done.stdout or "FAIL" in done.stdout or "ratio" in done.stdout
+    if "--timeline" in command:  # every step marked in the turns
+        for label in ("intent filter >", "publish intent_action", "chat <"):
+            assert label in done.stdout, done.stdout[-2000:]
