@@ -95,7 +95,7 @@ class Timeline:
             mark(f"publish {topic.rsplit('/', 1)[-1]}")
             await publish(bridge, topic, payload, qos, retain)
 
-        setattr(MqttBridge, "async_publish", publishing)
+        setattr(MqttBridge, "async_publish", publishing)  # noqa: B010 - mypy
         try:
             yield self
         finally:
