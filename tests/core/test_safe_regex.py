@@ -345,7 +345,7 @@ def _others_ran_during_a_search() -> int:
 
 def test_a_match_on_the_event_loop_keeps_the_gil() -> None:
     # Letting go of it would let any busy thread hold the loop until the
-    # switch interval asks for it back (100 µs a search in Home Assistant).
+    # switch interval asks for it back (5 ms).
     async def on_the_loop() -> int:
         return _others_ran_during_a_search()
 
