@@ -78,12 +78,9 @@ class Timeline:
         """Wrap the steps (and every publish) while the block runs."""
         originals: list[tuple[type, str, Callable[..., Any]]] = []
         for number, (owner, name, label, coroutine) in enumerate(STEPS):
-            originals.append((owner, name, getattr(owner, name)))
-            setattr(
-                owner,
-                name,
-                self._wrap(getattr(owner, name), label, coroutine, not number),
-            )
+            original = getattr(owner, name)
+            originals.append((owner, name, original))
+            setattr(owner, name, self._wrap(original, label, coroutine, not number))
         publish = MqttBridge.async_publish
         originals.append((MqttBridge, "async_publish", publish))
         mark = self.mark
