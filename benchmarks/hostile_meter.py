@@ -43,6 +43,9 @@ COMPILE_BOMBS = (
     "(?:a{64}){64}",  # exactly MAX_EXPANSION atoms: allowed, compiled
     "(?:(?:a{1,65535}){1,65535}){1,65535}",
     "(?:" * 100 + "a" + ")" * 100,
+    # 11 levels of a small counted repeat: 80 characters, 4,096 atoms; regex
+    # took 210 ms to compile it, holding the GIL (a hostile body, 2026-11-27)
+    "(?:" * 11 + "a|b" + "){2}" * 11,
 )
 BENIGN_OBJECT = (
     '{"name":"set_light","description":"Turn the desk lamp on or off",'

@@ -74,6 +74,39 @@ def test_patterns_that_unroll_too_far_are_refused_before_compiling(
         compile_untrusted(pattern)
 
 
+def _nested(levels: int, count: str = "{2}") -> str:
+    pattern = "a|b"
+    for _ in range(levels):
+        pattern = f"(?:{pattern}){count}"
+    return pattern
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        # 80 characters within MAX_EXPANSION; regex took 210 ms to compile it,
+        # holding the GIL (a hostile body's catalog, 2026-11-27)
+        _nested(11),
+        _nested(4),
+        _nested(4, "+"),
+        "(?:(?:(?:(?:x)?)*a)+b)+",
+    ],
+)
+def test_repeats_nested_deeper_than_three_are_refused_before_compiling(
+    pattern: str,
+) -> None:
+    with pytest.raises(UnsafeRegexError, match="nests repeats more than 3 deep"):
+        check_untrusted(pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [_nested(3), r"((?:[0-9]+(?:\.[0-9]+)?\s*(?:h|m))+)", "(?:(?:a{1,9}){1,9}){1,9}"],
+)
+def test_repeats_nested_three_deep_are_kept(pattern: str) -> None:
+    assert compile_untrusted(pattern).pattern == pattern
+
+
 @pytest.mark.parametrize(
     ("pattern", "text"),
     [
