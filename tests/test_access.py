@@ -10,19 +10,23 @@ from typing import Any
 
 from aiohttp import WSServerHandshakeError
 from homeassistant.auth.const import GROUP_ID_USER
+from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import Unauthorized
+from homeassistant.helpers import entity_registry as er
 import pytest
 from pytest_homeassistant_custom_component.common import (
     CLIENT_ID,
     MockConfigEntry,
     MockUser,
+    async_fire_mqtt_message,
 )
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.soul.const import DOMAIN
 from custom_components.soul.helpers import find_device
 
+from .core.spec_payloads import skills
 from .test_star import BASE, envelope, receive
 from .test_terminals import T, announce
 
@@ -234,6 +238,49 @@ async def test_chat_binds_only_what_the_caller_may(
     )
     assert response.status == 200
     assert souls.bindings()["new-body"] == shared.soul_id
+
+
+async def test_a_body_is_no_way_in_to_another_users_private_soul(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    """Neither a body's hint nor a terminal bound to it reaches a private soul."""
+    admin, user = callers["admin"], callers["user"]
+    souls = init_integration.runtime_data.souls
+    response = await admin.client.post(
+        SOULS, json={"name": "Dads", "mbti_type": "ENFP", "user_id": admin.user.id}
+    )
+    dads = (await response.json())["soul_id"]
+    # A body's own hint picks shared souls only, by name or by id.
+    for terminal_id, hint in (("hint-name", "dads"), ("hint-id", dads)):
+        base = f"soul/terminal/{terminal_id}"
+        async_fire_mqtt_message(hass, f"{base}/online", "online")
+        payload = skills(terminal_id=terminal_id, soul_hint=hint)
+        async_fire_mqtt_message(hass, f"{base}/skills", json.dumps(payload))
+    await hass.async_block_till_done()
+    assert dads not in souls.bindings().values()
+    # A terminal an administrator bound to it talks to the owner only.
+    souls.bind("dads-body", dads)
+    for path, body in (
+        (CHAT, chat_body("k5", terminal_id="dads-body")),
+        (ANALYZE, {"text": "好开心", "terminal_id": "dads-body"}),
+    ):
+        response = await user.client.post(path, json=body)
+        assert response.status == 403, path
+        error = (await response.json())["error"]
+        assert "another user's private soul" in error
+        assert dads not in error and "Dads" not in error
+        assert (await admin.client.post(path, json=body)).status == 200, path
+    # Its Assist agent answers its owner, not another user.
+    agent = er.async_get(hass).async_get_entity_id(
+        "conversation", DOMAIN, f"{dads}-conversation"
+    )
+    assert agent is not None
+    for caller, refused in ((user, True), (admin, False)):
+        result = await conversation.async_converse(
+            hass, "你好", None, caller.context, "zh", agent_id=agent
+        )
+        speech = result.response.speech["plain"]["speech"]
+        assert ("unknown soul_id" in speech) is refused, speech
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from .access import principal_of
 from .compat import schema_to_json, tool_output, tool_result_data, tool_result_delta
 from .const import CONF_TERMINAL, DOMAIN
 from .core import untrusted
+from .core.access import SYSTEM
 from .core.chat_phrases import phrase
 from .core.chat_request import ChatError
 from .core.chat_tools import ExtraTools, tool_message
@@ -305,12 +306,15 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
                 user_input.extra_system_prompt,
             )
 
-        if (
-            (user_id := user_input.context.user_id) is not None
-            and (user := await self.hass.auth.async_get_user(user_id)) is not None
-            and not principal_of(user).may_control
-        ):
-            return _error(user_input, phrase(user_input.text, "read_only"))
+        # A user speaks as themselves (a private soul's agent answers its
+        # owner and administrators only); an automation as Soul itself.
+        caller = SYSTEM
+        if (user_id := user_input.context.user_id) is not None and (
+            user := await self.hass.auth.async_get_user(user_id)
+        ) is not None:
+            caller = principal_of(user)
+            if not caller.may_control:
+                return _error(user_input, phrase(user_input.text, "read_only"))
         runtime = self.entry.runtime_data
         body: dict[str, Any] = {
             "session_id": chat_log.conversation_id,
@@ -326,7 +330,11 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
         transcript = ChatLogTranscript(self.hass, chat_log, self.entity_id, llm_data)
         try:
             await runtime.chat.chat(
-                body, transcript=transcript, soul_only=True, channel="assist"
+                body,
+                transcript=transcript,
+                soul_only=True,
+                caller=caller,
+                channel="assist",
             )
         except ChatError as err:
             await transcript.finish()

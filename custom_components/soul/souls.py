@@ -35,7 +35,7 @@ from .const import (
     LOGGER,
     SUBENTRY_SOUL,
 )
-from .core.access import SYSTEM, Principal
+from .core.access import Principal
 from .core.emotion.dynamics import ExecMode, clamp_tick_interval
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
@@ -203,22 +203,23 @@ def async_apply_soul_hint(
     terminal_id: str,
     hint: str | None,
     *,
-    caller: Principal = SYSTEM,
+    caller: Principal | None = None,
 ) -> str | None:
     """Apply a terminal's first ``soul_hint``; return the soul it bound, if any.
 
     One rule for a body's ``skills`` and a chat request's ``soul_hint``: only a
     terminal's first contact counts (``SoulHub.first_connection``), and it
-    picks an existing soul or creates one named after the hint. A chat's
-    ``caller`` picks only souls it may see, and only an administrator's hint
-    creates one (a body's is the system's).
+    picks an existing soul or creates one named after the hint. A body's own
+    hint (no ``caller``) picks only shared souls, never a user's private one,
+    and may create a soul (at most one a minute); a chat's ``caller`` picks
+    only souls it may see, and only an administrator's hint creates one.
     """
     hub = entry.runtime_data.souls
     decision = hub.first_connection(
         terminal_id,
         hint,
-        visible=lambda soul: caller.sees(soul.user_id),
-        may_create=caller.is_admin,
+        visible=(_shared if caller is None else lambda soul: caller.sees(soul.user_id)),
+        may_create=caller is None or caller.is_admin,
     )
     if decision is None:
         return None
@@ -239,6 +240,11 @@ def async_apply_soul_hint(
         LOGGER.warning("Could not apply the soul_hint of %s: %s", terminal_id, err)
         return None
     return soul_id
+
+
+def _shared(soul: Soul) -> bool:
+    """Whether ``soul`` is shared (no user owns it): all a body's hint may pick."""
+    return soul.user_id is None
 
 
 def _hint_listener(

@@ -349,6 +349,13 @@ class EmotionAnalyzeView(HomeAssistantView):
             return self.json(analyze_emotion(text))
         principal.require_control("move a soul's emotion")
         entry = _loaded(request.app[KEY_HASS])
+        if (
+            soul := entry.runtime_data.souls.soul_of(terminal_id)
+        ) is not None and not principal.sees(soul.user_id):
+            raise _HttpError(
+                f"terminal {terminal_id!r} is bound to another user's private soul",
+                HTTPStatus.FORBIDDEN,
+            )
         try:
             user_emotion, snapshot = await entry.runtime_data.souls.user_turn(
                 terminal_id, text, session_id

@@ -42,6 +42,7 @@ from .chat_request import (
     NO_SOUL_ERROR,
     ChatError,
     ChatRequest,
+    PrivateSoulError,
     SessionOwnerError,
     SoulMismatchError,
     UnknownSoulIdError,
@@ -403,7 +404,8 @@ class ChatPipeline:
         only). Without either, an unbound terminal is refused: an unknown one
         says so, a known one gets §4.3's ``NO_SOUL_ERROR``. A caller names
         only souls it may see, and only an administrator binds a terminal
-        that never connected (as ``/souls/select``).
+        that never connected (as ``/souls/select``). A terminal bound to
+        another user's private soul is no way in to it (403).
         """
         terminal_id = request.terminal_id
         wanted = None
@@ -428,6 +430,11 @@ class ChatPipeline:
                 "POST /api/soul/v1/souls/select"
             )
         if soul is not None:
+            if not caller.sees(soul.user_id):
+                # Another user's private soul: its body is not a way in to it.
+                raise PrivateSoulError(
+                    f"terminal {terminal_id!r} is bound to another user's private soul"
+                )
             return soul
         if wanted is not None and known:
             self._souls.bind(terminal_id, wanted.soul_id)

@@ -57,6 +57,12 @@ class UnknownTerminalIdError(ChatError):
     status = 404
 
 
+class PrivateSoulError(ChatError):
+    """The terminal is bound to a soul the caller may not use (HTTP 403)."""
+
+    status = 403
+
+
 class SoulMismatchError(ChatError):
     """The request's ``soul_id`` is not the soul the terminal is bound to (409)."""
 
