@@ -289,6 +289,9 @@ async def test_a_body_is_no_way_in_to_another_users_private_soul(
         ("create_soul", {"name": "Nova", "mbti_type": "INTJ"}, {"admin"}),
         ("select_soul", {"terminal_id": "other", "soul_id": "friendly"}, {"admin"}),
         ("invoke_skill", None, {"admin", "user"}),
+        # A read-only user changes nothing (a black-box run stored a profile).
+        ("update_profile", {"preferences": {"tea": "green"}}, {"admin", "user"}),
+        ("remember", {"text": "the door code is 1234"}, {"admin", "user"}),
     ],
 )
 async def test_actions_check_their_caller(  # noqa: PLR0917

@@ -8,6 +8,7 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError, Unauthorized
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+import voluptuous as vol
 
 from custom_components.soul import BOOTED
 from custom_components.soul.const import DOMAIN
@@ -71,6 +72,13 @@ async def test_profile_actions_are_the_callers(
     with pytest.raises(ServiceValidationError):
         await hass.services.async_call(
             DOMAIN, "update_profile", {"name": "x" * 100}, blocking=True,
+            context=as_kid,
+        )  # fmt: skip
+    # Too many preferences are refused before one is read.
+    with pytest.raises(vol.Invalid, match="length of value must be at most 64"):
+        await hass.services.async_call(
+            DOMAIN, "update_profile",
+            {"preferences": {f"k{n}": "v" for n in range(65)}}, blocking=True,
             context=as_kid,
         )  # fmt: skip
     # Diagnostics count profiles, never show them.

@@ -22,6 +22,7 @@ from pytest_homeassistant_custom_component.common import (
     async_get_device_automations,
 )
 from pytest_homeassistant_custom_component.typing import MqttMockHAClient
+import voluptuous as vol
 
 from custom_components.soul.const import DOMAIN
 from custom_components.soul.helpers import find_device, find_terminal_id
@@ -261,6 +262,19 @@ async def test_invoke_skill_refusals(
             blocking=True, return_response=True,
         )  # fmt: skip
     assert caught.value.translation_key == key
+    assert body.requests == []
+
+
+async def test_invoke_skill_counts_device_ids_before_reading_them(
+    hass: HomeAssistant, body: Body
+) -> None:
+    """150,000 ids held the loop for 100 ms while each was checked (black box)."""
+    with pytest.raises(vol.Invalid, match="length of value must be at most 16"):
+        await hass.services.async_call(
+            DOMAIN, "invoke_skill",
+            {"skill": "create_alarm", "device_id": ["x"] * 17},
+            blocking=True, return_response=True,
+        )  # fmt: skip
     assert body.requests == []
 
 

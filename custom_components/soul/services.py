@@ -25,7 +25,7 @@ from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
 from .core import untrusted
 from .core.access import AccessError
 from .core.cognition.events import MAX_EVENT_ID, MAX_EVENT_TYPES, EventType, parse_query
-from .core.cognition.profiles import ProfileError
+from .core.cognition.profiles import MAX_PREFERENCES, ProfileError
 from .core.invoker import MAX_ARGUMENTS_BYTES
 from .core.memory import MEMORY_TYPES, MemoryBackendError
 from .core.memory.manager import MemoryManager
@@ -66,6 +66,7 @@ ATTR_SOUL_ID = "soul_id"
 ATTR_TERMINAL_ID = "terminal_id"
 
 MAX_ID = 128
+MAX_DEVICES = 16  # device ids an invoke_skill call may name (one is used)
 MAX_MEMORY_TEXT = 4096
 
 
@@ -99,7 +100,11 @@ def json_object(value: Any) -> dict[str, Any]:
 
 INVOKE_SKILL_SCHEMA = vol.Schema(
     {
-        vol.Required(ATTR_DEVICE_ID): vol.All(cv.ensure_list, [text()]),
+        # Bounded before each id is read: one id is allowed (a clear error
+        # says so for a few), 150,000 held the loop for 100 ms (black box).
+        vol.Required(ATTR_DEVICE_ID): vol.All(
+            cv.ensure_list, vol.Length(max=MAX_DEVICES), [text()]
+        ),
         vol.Required(ATTR_SKILL): text(),
         vol.Optional(ATTR_ARGUMENTS, default=dict): json_object,
     },
@@ -193,7 +198,14 @@ UPDATE_PROFILE_SCHEMA = vol.Schema(
     {
         vol.Optional(CONF_USER_ID): text(),
         vol.Optional(CONF_NAME): vol.Any(None, str),
-        vol.Optional("preferences"): vol.Schema({str: vol.Any(None, str)}),
+        # Counted before a key is read (a profile keeps MAX_PREFERENCES; one
+        # call may forget them all and set as many): 150,000 keys held the
+        # loop for up to 900 ms (black box, 2026-11-27).
+        vol.Optional("preferences"): vol.All(
+            dict,
+            vol.Length(max=2 * MAX_PREFERENCES),
+            vol.Schema({str: vol.Any(None, str)}),
+        ),
     }
 )
 
@@ -208,7 +220,7 @@ async def _acting_for(call: ServiceCall) -> str | None:
 
 
 async def _require_control(call: ServiceCall) -> None:
-    """Refuse read-only users: they may not make a body act."""
+    """Refuse read-only users: they change nothing (a body, a profile, memories)."""
     principal = await async_principal_of_call(call.hass, call)
     if not principal.may_control:
         raise unauthorized(call, AccessError("read-only"))
@@ -323,6 +335,7 @@ def _memory_failed(err: MemoryBackendError) -> HomeAssistantError:
 
 
 async def _async_remember(call: ServiceCall) -> ServiceResponse:
+    await _require_control(call)
     user_id = await _acting_for(call)
     entry, memory = _memory(call)
     try:
@@ -387,6 +400,7 @@ async def _async_get_profile(call: ServiceCall) -> ServiceResponse:
 
 async def _async_update_profile(call: ServiceCall) -> ServiceResponse:
     """Change a user's profile; an empty preference value forgets it."""
+    await _require_control(call)
     if (user_id := await _acting_for(call)) is None:
         raise ServiceValidationError(
             translation_domain=DOMAIN, translation_key="profile_needs_user"
