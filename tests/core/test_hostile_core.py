@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
+import pytest
 
 from custom_components.soul.core import untrusted
 from custom_components.soul.core.chat_request import ChatError, parse_chat_request
@@ -282,3 +283,19 @@ def test_the_json_decoder_answers_as_json_loads(text: str) -> None:
         got = (type(err), str(err))
     # NaN is not equal to itself: compare the JSON of both.
     assert json.dumps(got, default=repr) == json.dumps(expected, default=repr)
+
+
+@pytest.mark.parametrize(
+    "char",
+    ["\x85", "\u2028", "\u2029", "\u202a", "\u202e", "\u2066", "\u2069", "\ufeff"],
+)
+def test_a_line_holds_no_invisible_formatting(char: str) -> None:
+    """A name reads as what it is: a right-to-left override named a soul (black box)."""
+    with pytest.raises(untrusted.UntrustedInputError, match=f"U\\+{ord(char):04X}"):
+        untrusted.text(f"a{char}b", "name", max_length=64)
+    assert not untrusted.is_text(f"a{char}b", 64)
+    assert untrusted.clean(f"a{char}b", 64, multiline=False) == "a\ufffdb"
+    # Free text keeps them (a chat message may quote right-to-left text).
+    assert untrusted.text(f"a{char}b", "text", max_length=64, multiline=True)
+    # Right-to-left text itself is a line like any other.
+    assert untrusted.is_text("שלום עולם", 64) and untrusted.is_text("مرحبا", 64)

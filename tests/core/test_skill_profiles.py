@@ -168,3 +168,32 @@ def test_state_of_ignores_brightness_without_the_argument() -> None:
     assert LightProfile().state_of({"mode": "on", "brightness": 30}) == LightState(
         on=True
     )
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "a\x00b",
+        "\x07bell",
+        "x\ny",
+        "\u2028ls",
+        "\u202eabc",
+        "\ufeffbom",
+        "\x85",
+        "o" * 256,
+    ],
+)
+def test_an_option_home_assistant_cannot_hold_makes_no_entity(option: str) -> None:
+    """Options are stored in the entity registry: each a clean line of 255 at most.
+
+    A black-box run put NUL, BEL, a newline and a right-to-left override into
+    a select's options and a light's effects (2026-11-27).
+    """
+    pick = {"type": "string", "enum": ["calm", option]}
+    assert profile(skill({"o": pick}, ["o"])) is None
+    assert (
+        profile(skill({"o": {**pick, "enum": ["calm", "o" * 255]}}, ["o"]))
+        is Profile.SELECT
+    )
+    colors = {**pick, "enum": ["red", option]}
+    assert light_profile(skill({"mode": MODE, "color": colors})) is None

@@ -20,7 +20,10 @@ from enum import StrEnum
 import math
 from typing import Any
 
+from . import untrusted
 from .protocol import Skill
+
+MAX_OPTION_LENGTH = 255  # Home Assistant's longest state
 
 
 class Profile(StrEnum):
@@ -114,7 +117,9 @@ def string_enum(schema: Any) -> tuple[str, ...] | None:
     values = schema.get("enum")
     if not isinstance(values, list) or not values:
         return None
-    if not all(isinstance(v, str) and v for v in values):
+    # Options become entity options and states (stored in Home Assistant's
+    # entity registry): each a clean line Home Assistant can hold as a state.
+    if not all(untrusted.is_text(v, MAX_OPTION_LENGTH) for v in values):
         return None
     if schema.get("type", "string") != "string":
         return None

@@ -44,8 +44,14 @@ MAX_JSON_VALUES = 65_536
 LOOP_JSON_BYTES = 64 * 1024
 # A JSON escape of a UTF-16 surrogate: only then can a decoded string hold a lone one.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-# What a one-line field (a name, an id) may not contain.
-_BAD_IN_LINE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+# What a one-line field (a name, an id, an option) may not contain: control
+# characters (C0, DEL, C1), line and paragraph separators, the bidirectional
+# embeddings, overrides and isolates that make a name read as another
+# ("a\u202eb" shows as "ab" reversed: a black-box run named a soul so), and
+# the invisible U+FEFF.
+_BAD_IN_LINE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
+)
 # What free text (a chat message, a persona) may not contain: tab, LF, CR are fine.
 _BAD_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -59,7 +65,9 @@ def _describe(char: str) -> str:
     code = ord(char)
     if 0xD800 <= code <= 0xDFFF:
         return f"a lone UTF-16 surrogate (U+{code:04X})"
-    return f"the control character U+{code:04X}"
+    if code < 0x20 or 0x7F <= code <= 0x9F:
+        return f"the control character U+{code:04X}"
+    return f"the invisible formatting character U+{code:04X}"
 
 
 def text(
