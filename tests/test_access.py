@@ -5,6 +5,7 @@ An administrator, a user and a read-only user each try everything.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -281,6 +282,56 @@ async def test_a_body_is_no_way_in_to_another_users_private_soul(
         )
         speech = result.response.speech["plain"]["speech"]
         assert ("unknown soul_id" in speech) is refused, speech
+
+
+async def test_star_event_notes_reach_only_what_their_sender_may_speak_to(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    """A black-box run put a user's note into an administrator's private chats."""
+    admin, user, read_only = callers["admin"], callers["user"], callers["read_only"]
+    runtime = init_integration.runtime_data
+    shared = runtime.souls.soul_of(T).soul_id
+    response = await admin.client.post(
+        SOULS, json={"name": "Dads", "mbti_type": "ENFP", "user_id": admin.user.id}
+    )
+    dads = (await response.json())["soul_id"]
+    sessions = runtime.chat.sessions
+    sessions.open("admin-shared", T, shared, admin.user.id)
+    sessions.open("admin-dads", None, dads, admin.user.id)
+    sessions.open("user-shared", T, shared, user.user.id)
+    sessions.open("ro-shared", T, shared, read_only.user.id)
+    # (as if the soul had been the user's to talk to before it became private)
+    sessions.open("user-dads", None, dads, user.user.id)
+
+    async def note(caller: Caller, human: str, soul_id: str, label: str) -> None:
+        ws, _ = await _star(caller, f"/human/{human}")
+        event = {"type": "event", "event": "note", "id": label, "data": label}
+        await ws.send_json(
+            envelope((human, "human"), (f"soul_{soul_id}", "agent"), event)
+        )
+        await ws.close()
+        await hass.async_block_till_done()
+
+    def holding(label: str) -> set[str]:
+        return {
+            session_id
+            for session_id, session in sessions.items()
+            if any(item.get("event", {}).get("id") == label for item in session.context)
+        }
+
+    await note(user, "kid01", dads, "to-private")
+    await note(read_only, "ro001", shared, "read-only")
+    await note(user, "kid02", shared, "from-user")
+    await note(admin, "dad01", shared, "from-admin")
+    for _ in range(100):  # the notes are kept in the order they came
+        if holding("from-admin"):
+            break
+        await asyncio.sleep(0.01)
+        await hass.async_block_till_done()
+    assert holding("to-private") == set()
+    assert holding("read-only") == set()
+    assert holding("from-user") == {"user-shared"}
+    assert holding("from-admin") == {"admin-shared", "user-shared", "ro-shared"}
 
 
 @pytest.mark.parametrize(

@@ -228,6 +228,22 @@ class SoulAgents:
         except untrusted.UntrustedInputError as err:
             LOGGER.info("Star event for soul %s not kept: %s", soul_id, err)
             return
+        # A note goes into conversations only as far as its sender may speak:
+        # never to another user's private soul, never from a read-only user,
+        # and a user's only into that user's own sessions (a black-box run put
+        # a user's note into an administrator's private conversations).
+        principal = sender.principal or Principal(None, may_control=False)
+        soul = self.entry.runtime_data.souls.soul(soul_id)
+        if (
+            soul is None
+            or not principal.sees(soul.user_id)
+            or not principal.may_control
+        ):
+            LOGGER.info(
+                "Star event for soul %s not kept: its sender may not speak to it",
+                soul_id,
+            )
+            return
         session_id = _session_id(sender)
         note = {
             "type": "event_note",
@@ -235,7 +251,10 @@ class SoulAgents:
             "event": payload,
         }
         for session in self.entry.runtime_data.chat.sessions.values():
-            if session.soul_id == soul_id or session.session_id == session_id:
+            if session.session_id == session_id or (
+                session.soul_id == soul_id
+                and (principal.is_admin or session.user_id == principal.user_id)
+            ):
                 session.context.append(note)
 
     def _action(
