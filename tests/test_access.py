@@ -284,6 +284,39 @@ async def test_a_body_is_no_way_in_to_another_users_private_soul(
         assert ("unknown soul_id" in speech) is refused, speech
 
 
+async def test_the_panel_and_star_session_ids_are_their_channels(
+    hass: HomeAssistant,
+    callers: dict[str, Caller],
+    hass_ws_client: Any,
+) -> None:
+    """A user who took the admin's panel or Star session id first locked them out."""
+    admin, user = callers["admin"], callers["user"]
+    for session_id in (f"panel-{admin.user.id[:16]}-x", "star-dad01"):
+        response = await user.client.post(CHAT, json=chat_body(session_id))
+        assert response.status == 400
+        assert "channel" in (await response.json())["error"]
+    panel = await hass_ws_client(hass, access_token=user.token)
+    await panel.send_json_auto_id(
+        {
+            "type": "soul/chat",
+            "text": "你好",
+            "terminal_id": T,
+            "session_id": f"panel-{admin.user.id[:16]}-x",
+        }
+    )
+    answer = await panel.receive_json()
+    assert not answer["success"] and answer["error"]["code"] == "unauthorized"
+    await panel.send_json_auto_id(
+        {
+            "type": "soul/chat",
+            "text": "你好",
+            "terminal_id": T,
+            "session_id": f"panel-{user.user.id[:16]}-mine",
+        }
+    )
+    assert (await panel.receive_json())["success"]
+
+
 async def test_star_event_notes_reach_only_what_their_sender_may_speak_to(
     hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
 ) -> None:

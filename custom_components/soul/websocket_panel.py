@@ -410,9 +410,17 @@ async def ws_chat(
         connection.send_error(msg["id"], "unauthorized", str(err))
         return
     user = principal.user_id or "system"
+    own = f"panel-{user[:16]}-"
+    if (asked := msg.get("session_id")) and (
+        asked.startswith("panel-") and not asked.startswith(own)
+    ):
+        connection.send_error(
+            msg["id"], "unauthorized", "panel session ids are their users' own"
+        )
+        return
     body: dict[str, Any] = {
-        "session_id": msg.get("session_id")
-        or f"panel-{user[:16]}-{msg.get('soul_id') or msg.get('terminal_id')}"[:MAX_ID],
+        "session_id": asked
+        or f"{own}{msg.get('soul_id') or msg.get('terminal_id')}"[:MAX_ID],
         "user_id": principal.user_id,
         "inputs": [{"type": "keyboard_text", "text": msg["text"]}],
     }

@@ -78,6 +78,11 @@ ARGUMENT_CHECK_BUDGET = 0.015  # seconds all intents' schema patterns take in a 
 UNDONE_REASONS = frozenset({"no_catalog_match", "ambiguous", "max_intents", "not_read"})
 
 
+# Channels whose session ids Soul makes itself ("panel-<user>-<soul>",
+# "star-<client id>"): no other way in may use them.
+CHANNEL_SESSIONS = frozenset({"panel", "star"})
+
+
 class ChatPipeline:
     """Runs chat turns against the registry, the souls and an optional model."""
 
@@ -249,6 +254,14 @@ class ChatPipeline:
         the response carries; ``channel`` names the way in.
         """
         request = parse_chat_request(body, soul_only=soul_only)
+        prefix = request.session_id.partition("-")[0]
+        if prefix in CHANNEL_SESSIONS and prefix != channel:
+            # The panel's and Star's session ids follow from their users: a
+            # user who took one first locked its owner out (black box).
+            raise ChatError(
+                f"session ids beginning with {prefix!r}- belong to the {prefix} "
+                "channel; choose another session_id"
+            )
         existing = self.sessions.get(request.session_id)
         if existing is not None and existing.user_id != request.user_id:
             raise SessionOwnerError(
