@@ -837,3 +837,41 @@ def test_connection_cap(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
     assert StarHub().max_connections == MAX_CONNECTIONS
     with pytest.raises(ValueError, match="at least 1"):
         StarHub(max_connections=0)
+
+
+def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
+    """A read-only user claimed 50 human ids in a black-box run, kept for good."""
+    from custom_components.soul.core.access import Principal
+    from custom_components.soul.core.star.connections import MAX_HUMANS_PER_USER
+    from custom_components.soul.core.star.hub import IdentityError
+
+    hub = StarHub(clock=clock)
+    peer = Peer()
+    reader = Principal("reader", may_control=False)
+    for n in range(3):
+        hub.disconnect(
+            hub.connect(
+                Identity("human", f"look{n:02d}", None),
+                peer.send,
+                peer.close,
+                principal=reader,
+            )
+        )
+    assert hub.human_owners == {}
+    kid = Principal("kid")
+    for n in range(MAX_HUMANS_PER_USER):
+        hub.disconnect(
+            hub.connect(
+                Identity("human", f"kid{n:03d}", None),
+                peer.send,
+                peer.close,
+                principal=kid,
+            )
+        )
+    with pytest.raises(IdentityError, match="at most 32 human ids"):
+        hub.connect(Identity("human", "kid999", None), peer.send, peer.close,
+                    principal=kid)  # fmt: skip
+    # Ids already the user's still connect.
+    hub.connect(Identity("human", "kid000", None), peer.send, peer.close,
+                principal=kid)  # fmt: skip
+    assert len(hub.human_owners) == MAX_HUMANS_PER_USER

@@ -48,6 +48,9 @@ DEFAULT_BURST = 100  # environments: twice; at most the transport's send queue
 ENVIRONMENT_RATE_FACTOR = 10
 ENVIRONMENT_BURST_FACTOR = 2
 MAX_CONNECTIONS = 256  # remote clients at once (Home Assistant: about 2,048 files)
+# Human ids kept as their users' (stored): a few for each person and device.
+MAX_HUMANS_PER_USER = 32
+MAX_HUMAN_OWNERS = 4096
 
 
 class IdentityError(PermissionError):
@@ -173,6 +176,31 @@ class Connections:
         owner = self.human_owners.get(identity.client_id)
         if identity.client_type == "human" and owner is not None and owner != user_id:
             raise IdentityError(f"human {identity.client_id!r} belongs to another user")
+        if owner is None and self._owner_to_be(identity, principal) is not None:
+            owned = sum(1 for user in self.human_owners.values() if user == user_id)
+            if (
+                owned >= MAX_HUMANS_PER_USER
+                or len(self.human_owners) >= MAX_HUMAN_OWNERS
+            ):
+                raise IdentityError(
+                    f"a user may hold at most {MAX_HUMANS_PER_USER} human ids "
+                    f"(and the hub {MAX_HUMAN_OWNERS}); this one is not taken"
+                )
+
+    @staticmethod
+    def _owner_to_be(identity: Identity, principal: Principal | None) -> str | None:
+        """Return the user a connection as ``identity`` would keep it for, if any.
+
+        A human id is kept for a user who may act: a read-only user connects
+        as a human without keeping the id (a black-box run had one claim 50).
+        """
+        if (
+            identity.client_type != "human"
+            or principal is None
+            or not principal.may_control
+        ):
+            return None
+        return principal.user_id
 
     def connect(
         self,
@@ -192,12 +220,9 @@ class Connections:
         self.check_identity(identity, principal)
         self._check_room(identity)
         if (
-            identity.client_type == "human"
-            and principal is not None
-            and principal.user_id is not None
-            and identity.client_id not in self.human_owners
-        ):
-            self.human_owners[identity.client_id] = principal.user_id
+            owner := self._owner_to_be(identity, principal)
+        ) is not None and identity.client_id not in self.human_owners:
+            self.human_owners[identity.client_id] = owner
             self._on_owners_changed()
         now = self._clock()
         connection = Connection(
