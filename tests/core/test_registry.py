@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from custom_components.soul.core import registry as registry_module
 from custom_components.soul.core.intent_filter import IntentFilterError
 from custom_components.soul.core.registry import (
+    MAX_SKILL_ENTITIES,
     MAX_UNREGISTERED,
     Change,
     Terminal,
@@ -104,6 +106,19 @@ def test_online_forms(
     assert [c for _, c in changes] == [Change.AVAILABILITY, Change.AVAILABILITY]
     send(registry, Kind.ONLINE, on)  # no change, no event
     assert len(changes) == 2
+
+
+def test_expiry_marks_a_few_at_a_time_when_asked(
+    registry: TerminalRegistry, clock: Clock
+) -> None:
+    """The bridge marks silent bodies a few a step: each writes its entities."""
+    for n in range(5):
+        connect(registry, f"body-{n}")
+    clock.now += 61
+    assert registry.expire(limit=2) == ["body-0", "body-1"]
+    assert registry.expire(limit=2) == ["body-2", "body-3"]
+    assert registry.expire(limit=2) == ["body-4"]
+    assert registry.expire(limit=2) == []
 
 
 def test_heartbeat_ttl(registry: TerminalRegistry, clock: Clock, changes: list) -> None:
@@ -414,3 +429,46 @@ def test_equal_looking_values_are_not_shared(registry: TerminalRegistry) -> None
         s.skills[0].input_schema["properties"]["x"]["default"] for s in snapshots
     ]
     assert [type(d) for d in defaults] == [int, float, bool]
+
+
+def _select_skills(terminal_id: str, count: int) -> str:
+    """A skills payload of ``count`` skills that each make a select."""
+    pick = {"type": "string", "enum": ["a", "b"]}
+    return json.dumps(
+        skills(
+            terminal_id=terminal_id,
+            skills=[
+                {
+                    "name": f"pick_{n}",
+                    "input_schema": {
+                        "type": "object",
+                        "properties": {"o": pick},
+                        "required": ["o"],
+                    },
+                }
+                for n in range(count)
+            ],
+        )
+    )
+
+
+def test_skills_make_entities_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """40 made-up bodies of 60 select skills each held the loop 450 ms (black box)."""
+    monkeypatch.setattr(registry_module, "MAX_ALL_SKILL_ENTITIES", 40)
+    registry = TerminalRegistry()
+    for terminal_id in ("body-1", "body-2", "body-3"):
+        registry.handle_message(Kind.ONLINE, terminal_id, "online")
+        registry.handle_message(
+            Kind.SKILLS, terminal_id, _select_skills(terminal_id, 20)
+        )
+
+    def entities(terminal_id: str) -> list[str]:
+        terminal = registry.get(terminal_id)
+        assert terminal is not None and terminal.skills is not None
+        assert len(terminal.skills.skills) == 20  # every skill stays callable
+        return [n for n, kind in terminal.skill_kinds.items() if kind is not None]
+
+    # A body's first MAX_SKILL_ENTITIES, then what all bodies together may hold.
+    assert entities("body-1") == [f"pick_{n}" for n in range(MAX_SKILL_ENTITIES)]
+    assert len(entities("body-2")) == MAX_SKILL_ENTITIES
+    assert len(entities("body-3")) == 40 - 2 * MAX_SKILL_ENTITIES

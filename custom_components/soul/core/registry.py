@@ -43,6 +43,12 @@ MAX_TERMINALS = 1024  # bodies that announced their skills
 MAX_UNREGISTERED = 256
 # Payload bytes of every body's skills and catalog together (memory bound).
 MAX_HELD_BYTES = 64 * 1024 * 1024
+# Skills that become entities (``skill_profiles``): a body's first ones, and
+# all bodies' together; the others stay callable (actions, the model). Home
+# Assistant adds and writes a body's entities in one step of its loop: 40
+# made-up bodies of 60 select skills each held it 450 ms (black box).
+MAX_SKILL_ENTITIES = 16
+MAX_ALL_SKILL_ENTITIES = 1024
 
 
 class Change(StrEnum):
@@ -265,11 +271,23 @@ class TerminalRegistry:
             snapshot = _parse_snapshot(kind, terminal_id, payload)
         except ProtocolError as err:
             return Prepared(kind, terminal_id, error=str(err))
-        kinds = (
-            {skill.name: profile(skill) for skill in snapshot.skills}
-            if isinstance(snapshot, SkillsSnapshot)
-            else {}
-        )
+        kinds: dict[str, Profile | None] = {}
+        if isinstance(snapshot, SkillsSnapshot):
+            entities = left_out = 0
+            for skill in snapshot.skills:
+                kind = profile(skill)
+                if kind is not None and entities >= MAX_SKILL_ENTITIES:
+                    kind, left_out = None, left_out + 1
+                kinds[skill.name] = kind
+                entities += kind is not None
+            if left_out:
+                _LOGGER.warning(
+                    "Terminal %s: %d of its skills get no entity (at most %d a "
+                    "body); they stay callable",
+                    terminal_id,
+                    left_out,
+                    MAX_SKILL_ENTITIES,
+                )
         return Prepared(
             kind, terminal_id, snapshot, size=len(payload), skill_kinds=kinds
         )
@@ -445,7 +463,7 @@ class TerminalRegistry:
             self._phantoms.pop(terminal.terminal_id, None)
             self._registered += 1
         terminal.skills = snapshot
-        terminal.skill_kinds = kinds
+        terminal.skill_kinds = self._within_all(terminal, kinds)
         self._notify(terminal, Change.ADDED if added else Change.UPDATED)
         if came_back and not added:
             self._notify(terminal, Change.AVAILABILITY)
@@ -520,10 +538,41 @@ class TerminalRegistry:
             held.append(partial(self._notify, terminal, Change.DECISION))
         return response
 
-    def expire(self) -> list[str]:
+    def _within_all(
+        self, terminal: Terminal, kinds: Mapping[str, Profile | None]
+    ) -> Mapping[str, Profile | None]:
+        """Return ``kinds`` with entities only while all bodies hold few enough."""
+        wanted = sum(kind is not None for kind in kinds.values())
+        if not wanted:
+            return kinds
+        others = sum(
+            sum(kind is not None for kind in other.skill_kinds.values())
+            for other in self._terminals.values()
+            if other is not terminal
+        )
+        room = MAX_ALL_SKILL_ENTITIES - others
+        if wanted <= room:
+            return kinds
+        _LOGGER.warning(
+            "Terminal %s: %d of its skills get no entity: bodies' skills make at "
+            "most %d entities in all; they stay callable",
+            terminal.terminal_id,
+            wanted - max(room, 0),
+            MAX_ALL_SKILL_ENTITIES,
+        )
+        kept: dict[str, Profile | None] = {}
+        for name, kind in kinds.items():
+            keep = kind is not None and room > 0
+            room -= keep
+            kept[name] = kind if keep else None
+        return kept
+
+    def expire(self, limit: int | None = None) -> list[str]:
         """Mark terminals silent for longer than the TTL stale; return their ids.
 
-        Ids that never announced skills are forgotten instead.
+        Ids that never announced skills are forgotten instead. With ``limit``,
+        at most that many are marked (their entities change at once): the
+        caller calls again for the rest.
         """
         now = self._clock()
         expired = []
@@ -541,4 +590,6 @@ class TerminalRegistry:
                 terminal.stale = True
                 expired.append(terminal.terminal_id)
                 self._notify(terminal, Change.AVAILABILITY)
+                if len(expired) == limit:
+                    break
         return expired
