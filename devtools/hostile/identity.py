@@ -123,13 +123,22 @@ async def check_identity(ctx: Context) -> None:
         parts.append(
             (status_is(reply, 403), f"user chats as admin's user_id: {reply.brief(60)}")
         )
+        # The base soul is the administrator's (POST /souls makes it the
+        # caller's): its body is no way in to it for another user.
         reply = await ha.request(
             "POST",
             "/api/soul/v1/chat",
             ctx.user,
             body=chat_body(terminal_id, f"hx{ctx.run}-user-own"),
         )
-        parts.append((status_is(reply, 200), f"user's own chat: {reply.status}"))
+        parts.append(
+            (
+                status_is(reply, 403)
+                and "private soul" in reply.text
+                and ctx.souls["base"] not in reply.text,
+                f"user's own chat through the admin's soul's body: {reply.brief(60)}",
+            )
+        )
         return verdict_of(parts)
 
     await ctx.check("6.4", "non-admin: other users' sessions and user ids", sessions)
