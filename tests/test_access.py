@@ -194,16 +194,21 @@ async def test_listing_souls_shows_the_callers_own(
     assert (await user.client.get(SOULS, params={"all": "true"})).status == 403
 
 
+async def _private_soul(admin: Caller) -> str:
+    """Create the administrator's private soul "Dads"; return its id."""
+    response = await admin.client.post(
+        SOULS, json={"name": "Dads", "mbti_type": "ENFP", "user_id": admin.user.id}
+    )
+    return str((await response.json())["soul_id"])
+
+
 async def test_chat_binds_only_what_the_caller_may(
     hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
 ) -> None:
     """A user's chat binds no private soul of another, no id that never connected."""
     admin, user = callers["admin"], callers["user"]
     souls = init_integration.runtime_data.souls
-    response = await admin.client.post(
-        SOULS, json={"name": "Dads", "mbti_type": "ENFP", "user_id": admin.user.id}
-    )
-    dads = (await response.json())["soul_id"]
+    dads = await _private_soul(admin)
     shared = souls.soul_of(T)
     assert shared is not None and shared.user_id is None
     # Another user's soul does not exist for a user, bound or not.
@@ -247,10 +252,7 @@ async def test_a_body_is_no_way_in_to_another_users_private_soul(
     """Neither a body's hint nor a terminal bound to it reaches a private soul."""
     admin, user = callers["admin"], callers["user"]
     souls = init_integration.runtime_data.souls
-    response = await admin.client.post(
-        SOULS, json={"name": "Dads", "mbti_type": "ENFP", "user_id": admin.user.id}
-    )
-    dads = (await response.json())["soul_id"]
+    dads = await _private_soul(admin)
     # A body's own hint picks shared souls only, by name or by id.
     for terminal_id, hint in (("hint-name", "dads"), ("hint-id", dads)):
         base = f"soul/terminal/{terminal_id}"
@@ -324,10 +326,7 @@ async def test_star_event_notes_reach_only_what_their_sender_may_speak_to(
     admin, user, read_only = callers["admin"], callers["user"], callers["read_only"]
     runtime = init_integration.runtime_data
     shared = runtime.souls.soul_of(T).soul_id
-    response = await admin.client.post(
-        SOULS, json={"name": "Dads", "mbti_type": "ENFP", "user_id": admin.user.id}
-    )
-    dads = (await response.json())["soul_id"]
+    dads = await _private_soul(admin)
     sessions = runtime.chat.sessions
     sessions.open("admin-shared", T, shared, admin.user.id)
     sessions.open("admin-dads", None, dads, admin.user.id)

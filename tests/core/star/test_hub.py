@@ -847,27 +847,19 @@ def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
 
     hub = StarHub(clock=clock)
     peer = Peer()
-    reader = Principal("reader", may_control=False)
-    for n in range(3):
+
+    def visit(human_id: str, principal: Principal) -> None:
+        identity = Identity("human", human_id, None)
         hub.disconnect(
-            hub.connect(
-                Identity("human", f"look{n:02d}", None),
-                peer.send,
-                peer.close,
-                principal=reader,
-            )
+            hub.connect(identity, peer.send, peer.close, principal=principal)
         )
+
+    for n in range(3):
+        visit(f"look{n:02d}", Principal("reader", may_control=False))
     assert hub.human_owners == {}
     kid = Principal("kid")
     for n in range(MAX_HUMANS_PER_USER):
-        hub.disconnect(
-            hub.connect(
-                Identity("human", f"kid{n:03d}", None),
-                peer.send,
-                peer.close,
-                principal=kid,
-            )
-        )
+        visit(f"kid{n:03d}", kid)
     with pytest.raises(IdentityError, match="at most 32 human ids"):
         hub.connect(Identity("human", "kid999", None), peer.send, peer.close,
                     principal=kid)  # fmt: skip
