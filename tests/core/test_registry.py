@@ -431,12 +431,13 @@ def test_equal_looking_values_are_not_shared(registry: TerminalRegistry) -> None
     assert [type(d) for d in defaults] == [int, float, bool]
 
 
-def _select_skills(terminal_id: str, count: int) -> str:
+def _select_skills(terminal_id: str, count: int, version: int = 3) -> str:
     """A skills payload of ``count`` skills that each make a select."""
     pick = {"type": "string", "enum": ["a", "b"]}
     return json.dumps(
         skills(
             terminal_id=terminal_id,
+            skill_version=version,
             skills=[
                 {
                     "name": f"pick_{n}",
@@ -472,3 +473,22 @@ def test_skills_make_entities_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> 
     assert entities("body-1") == [f"pick_{n}" for n in range(MAX_SKILL_ENTITIES)]
     assert len(entities("body-2")) == MAX_SKILL_ENTITIES
     assert len(entities("body-3")) == 40 - 2 * MAX_SKILL_ENTITIES
+
+
+def test_a_forgotten_body_gives_its_entities_back(
+    monkeypatch: pytest.MonkeyPatch, registry: TerminalRegistry
+) -> None:
+    monkeypatch.setattr(registry_module, "MAX_ALL_SKILL_ENTITIES", 20)
+    for terminal_id in ("body-1", "body-2"):
+        registry.handle_message(Kind.ONLINE, terminal_id, "online")
+        registry.handle_message(
+            Kind.SKILLS, terminal_id, _select_skills(terminal_id, 16)
+        )
+    second = registry.get("body-2")
+    assert second is not None
+    assert sum(k is not None for k in second.skill_kinds.values()) == 4
+    # body-1 clears its skills (it is removed); body-2's next snapshot has room.
+    registry.handle_message(Kind.SKILLS, "body-1", "")
+    assert registry.get("body-1") is None
+    registry.handle_message(Kind.SKILLS, "body-2", _select_skills("body-2", 16, 4))
+    assert sum(k is not None for k in second.skill_kinds.values()) == 16

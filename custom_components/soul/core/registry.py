@@ -198,6 +198,8 @@ class TerminalRegistry:
         self._phantoms: OrderedDict[str, None] = OrderedDict()
         self._registered = 0
         self._held_bytes = 0
+        # Skills that are entities, every terminal's together (MAX_ALL_SKILL_ENTITIES).
+        self._skill_entities = 0
         self.forgotten = 0  # phantom ids evicted to make room (diagnostics)
         # Listeners by terminal id; None holds those that hear every terminal.
         self._listeners: dict[str | None, list[Listener]] = {}
@@ -345,6 +347,7 @@ class TerminalRegistry:
         self._phantoms.pop(terminal_id, None)
         if terminal is not None:
             self._held_bytes -= sum(terminal.held_bytes.values())
+            self._skill_entities -= _entities(terminal.skill_kinds)
             if terminal.registered:
                 self._registered -= 1
         return terminal
@@ -463,7 +466,9 @@ class TerminalRegistry:
             self._phantoms.pop(terminal.terminal_id, None)
             self._registered += 1
         terminal.skills = snapshot
-        terminal.skill_kinds = self._within_all(terminal, kinds)
+        self._skill_entities -= _entities(terminal.skill_kinds)
+        terminal.skill_kinds = self._within_all(terminal.terminal_id, kinds)
+        self._skill_entities += _entities(terminal.skill_kinds)
         self._notify(terminal, Change.ADDED if added else Change.UPDATED)
         if came_back and not added:
             self._notify(terminal, Change.AVAILABILITY)
@@ -539,24 +544,21 @@ class TerminalRegistry:
         return response
 
     def _within_all(
-        self, terminal: Terminal, kinds: Mapping[str, Profile | None]
+        self, terminal_id: str, kinds: Mapping[str, Profile | None]
     ) -> Mapping[str, Profile | None]:
-        """Return ``kinds`` with entities only while all bodies hold few enough."""
-        wanted = sum(kind is not None for kind in kinds.values())
-        if not wanted:
-            return kinds
-        others = sum(
-            sum(kind is not None for kind in other.skill_kinds.values())
-            for other in self._terminals.values()
-            if other is not terminal
-        )
-        room = MAX_ALL_SKILL_ENTITIES - others
+        """Return ``kinds`` with entities only while all bodies hold few enough.
+
+        ``_skill_entities`` counts the other terminals' (the caller took this
+        one's out).
+        """
+        wanted = _entities(kinds)
+        room = MAX_ALL_SKILL_ENTITIES - self._skill_entities
         if wanted <= room:
             return kinds
         _LOGGER.warning(
             "Terminal %s: %d of its skills get no entity: bodies' skills make at "
             "most %d entities in all; they stay callable",
-            terminal.terminal_id,
+            terminal_id,
             wanted - max(room, 0),
             MAX_ALL_SKILL_ENTITIES,
         )
@@ -593,3 +595,8 @@ class TerminalRegistry:
                 if len(expired) == limit:
                     break
         return expired
+
+
+def _entities(kinds: Mapping[str, Profile | None]) -> int:
+    """Return how many of a terminal's skills are entities."""
+    return sum(kind is not None for kind in kinds.values())
