@@ -90,7 +90,7 @@ class MqttBridge:
     def _async_message(self, message: mqtt.ReceiveMessage) -> None:
         parsed = self.topics.parse(message.topic)
         if parsed is None:
-            LOGGER.debug("Ignored message on %s", message.topic)
+            LOGGER.debug("Ignored message on %r", message.topic)  # any bytes: escaped
             return
         payload = message.payload
         # With encoding=None payloads are bytes; the type also admits a bytearray,
