@@ -492,3 +492,16 @@ def test_a_forgotten_body_gives_its_entities_back(
     assert registry.get("body-1") is None
     registry.handle_message(Kind.SKILLS, "body-2", _select_skills("body-2", 16, 4))
     assert sum(k is not None for k in second.skill_kinds.values()) == 16
+
+
+def test_a_prepared_snapshot_keeps_its_kind(registry: TerminalRegistry) -> None:
+    """Its skills' entity kinds are apart from the message's kind (bytes held by it)."""
+    payload = _select_skills(T, 3)
+    prepared = registry.prepare(Kind.SKILLS, T, payload)
+    assert prepared.kind is Kind.SKILLS
+    registry.handle_message(Kind.ONLINE, T, "online")
+    registry.handle_message(Kind.SKILLS, T, payload)
+    registry.handle_message(Kind.SKILLS, T, _select_skills(T, 3, 4))
+    terminal = registry.get(T)
+    assert terminal is not None
+    assert set(terminal.held_bytes) == {Kind.SKILLS}

@@ -277,11 +277,11 @@ class TerminalRegistry:
         if isinstance(snapshot, SkillsSnapshot):
             entities = left_out = 0
             for skill in snapshot.skills:
-                kind = profile(skill)
-                if kind is not None and entities >= MAX_SKILL_ENTITIES:
-                    kind, left_out = None, left_out + 1
-                kinds[skill.name] = kind
-                entities += kind is not None
+                entity = profile(skill)
+                if entity is not None and entities >= MAX_SKILL_ENTITIES:
+                    entity, left_out = None, left_out + 1
+                kinds[skill.name] = entity
+                entities += entity is not None
             if left_out:
                 _LOGGER.warning(
                     "Terminal %s: %d of its skills get no entity (at most %d a "
