@@ -156,7 +156,8 @@ async def regexes(meter: Meter) -> list[Section]:
     bombs = Section(
         "2c",
         "Regex compile bombs",
-        "safe_regex.compile_untrusted (MAX_EXPANSION 4,096 atoms), cache cleared",
+        "safe_regex.compile_untrusted (MAX_EXPANSION 4,096 atoms, repeats nested at "
+        "most 3 deep), cache cleared",
     )
 
     def clear() -> None:  # ours, and the regex module's own cache of patterns
