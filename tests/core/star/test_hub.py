@@ -843,7 +843,6 @@ def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
     """A read-only user claimed 50 human ids in a black-box run, kept for good."""
     from custom_components.soul.core.access import Principal
     from custom_components.soul.core.star.connections import MAX_HUMANS_PER_USER
-    from custom_components.soul.core.star.hub import IdentityError
 
     hub = StarHub(clock=clock)
     peer = Peer()
@@ -860,10 +859,14 @@ def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
     kid = Principal("kid")
     for n in range(MAX_HUMANS_PER_USER):
         visit(f"kid{n:03d}", kid)
-    with pytest.raises(IdentityError, match="at most 32 human ids"):
-        hub.connect(Identity("human", "kid999", None), peer.send, peer.close,
-                    principal=kid)  # fmt: skip
-    # Ids already the user's still connect.
-    hub.connect(Identity("human", "kid000", None), peer.send, peer.close,
-                principal=kid)  # fmt: skip
+    assert list(hub.human_owners) == [f"kid{n:03d}" for n in range(32)]
+    # Reconnecting makes an id the newest; a new one drops the least recent.
+    visit("kid000", kid)
+    visit("kid999", kid)
+    assert "kid001" not in hub.human_owners
+    assert list(hub.human_owners)[-2:] == ["kid000", "kid999"]
     assert len(hub.human_owners) == MAX_HUMANS_PER_USER
+    # Another user's ids are not theirs to drop.
+    visit("mum01", Principal("mum"))
+    assert hub.human_owners["mum01"] == "mum"
+    assert len(hub.human_owners) == MAX_HUMANS_PER_USER + 1

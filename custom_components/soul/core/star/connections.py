@@ -48,7 +48,7 @@ DEFAULT_BURST = 100  # environments: twice; at most the transport's send queue
 ENVIRONMENT_RATE_FACTOR = 10
 ENVIRONMENT_BURST_FACTOR = 2
 MAX_CONNECTIONS = 256  # remote clients at once (Home Assistant: about 2,048 files)
-# Human ids kept as their users' (stored): a few for each person and device.
+# Human ids kept as their users' (stored), the least recently used dropped.
 MAX_HUMANS_PER_USER = 32
 MAX_HUMAN_OWNERS = 4096
 
@@ -176,16 +176,26 @@ class Connections:
         owner = self.human_owners.get(identity.client_id)
         if identity.client_type == "human" and owner is not None and owner != user_id:
             raise IdentityError(f"human {identity.client_id!r} belongs to another user")
-        if owner is None and self._owner_to_be(identity, principal) is not None:
-            owned = sum(1 for user in self.human_owners.values() if user == user_id)
-            if (
-                owned >= MAX_HUMANS_PER_USER
-                or len(self.human_owners) >= MAX_HUMAN_OWNERS
-            ):
-                raise IdentityError(
-                    f"a user may hold at most {MAX_HUMANS_PER_USER} human ids "
-                    f"(and the hub {MAX_HUMAN_OWNERS}); this one is not taken"
-                )
+
+    def _keep_human(self, human_id: str, owner: str) -> None:
+        """Keep ``human_id`` as ``owner``'s, the most recently used of them.
+
+        A user keeps at most MAX_HUMANS_PER_USER ids and the hub
+        MAX_HUMAN_OWNERS: the least recently used make way (a black-box run
+        had a read-only user claim 50 for good; refusing new ones instead
+        would lock a user out of Star after their 32nd device).
+        """
+        owners = self.human_owners
+        if owners.get(human_id) == owner and next(reversed(owners)) == human_id:
+            return  # already the newest: nothing to store
+        owners.pop(human_id, None)
+        theirs = [human for human, user in owners.items() if user == owner]
+        for human in theirs[: max(0, len(theirs) - MAX_HUMANS_PER_USER + 1)]:
+            del owners[human]
+        while len(owners) >= MAX_HUMAN_OWNERS:
+            del owners[next(iter(owners))]
+        owners[human_id] = owner
+        self._on_owners_changed()
 
     @staticmethod
     def _owner_to_be(identity: Identity, principal: Principal | None) -> str | None:
@@ -219,11 +229,8 @@ class Connections:
         """
         self.check_identity(identity, principal)
         self._check_room(identity)
-        if (
-            owner := self._owner_to_be(identity, principal)
-        ) is not None and identity.client_id not in self.human_owners:
-            self.human_owners[identity.client_id] = owner
-            self._on_owners_changed()
+        if (owner := self._owner_to_be(identity, principal)) is not None:
+            self._keep_human(identity.client_id, owner)
         now = self._clock()
         connection = Connection(
             identity,
