@@ -232,7 +232,7 @@ class SoulAgents:
         # never to another user's private soul, never from a read-only user,
         # and a user's only into that user's own sessions (a black-box run put
         # a user's note into an administrator's private conversations).
-        principal = sender.principal or Principal(None, may_control=False)
+        principal = _principal_of(sender)
         soul = self.entry.runtime_data.souls.soul(soul_id)
         if (
             soul is None
@@ -319,7 +319,7 @@ class SoulAgents:
                 "status": "error",
                 "message": f"parameters.text must be 1 to {MAX_TEXT} characters",
             }
-        principal = sender.principal or Principal(None, may_control=False)
+        principal = _principal_of(sender)
         requested = parameters.get("user_id")
         try:
             principal.require_control("chat with a soul")
@@ -359,6 +359,11 @@ class SoulAgents:
                 "trace_id": response["trace_id"],
             },
         }
+
+
+def _principal_of(sender: Connection) -> Principal:
+    """Return who a Star client is: its token's user, or none who may act."""
+    return sender.principal or Principal(None, may_control=False)
 
 
 def _session_id(sender: Connection) -> str:

@@ -29,7 +29,7 @@ from homeassistant.util import dt as dt_util
 from .access import principal_of_request
 from .core import untrusted
 from .core.access import AccessError
-from .core.chat_request import ChatError
+from .core.chat_request import ChatError, refuse_private_soul
 from .core.cognition.events import parse_query
 from .core.emotion import analyze_emotion
 from .core.intent_filter import (
@@ -92,6 +92,8 @@ def _answers() -> Callable[[_Handler], _Handler]:
                 return response
             except AccessError as err:
                 return _error(str(err), HTTPStatus.FORBIDDEN)
+            except ChatError as err:  # a ValueError with a status of its own
+                return _error(str(err), HTTPStatus(err.status))
             except (untrusted.UntrustedInputError, ValueError) as err:
                 return _error(str(err), HTTPStatus.BAD_REQUEST)
 
@@ -349,13 +351,8 @@ class EmotionAnalyzeView(HomeAssistantView):
             return self.json(analyze_emotion(text))
         principal.require_control("move a soul's emotion")
         entry = _loaded(request.app[KEY_HASS])
-        if (
-            soul := entry.runtime_data.souls.soul_of(terminal_id)
-        ) is not None and not principal.sees(soul.user_id):
-            raise _HttpError(
-                f"terminal {terminal_id!r} is bound to another user's private soul",
-                HTTPStatus.FORBIDDEN,
-            )
+        if (soul := entry.runtime_data.souls.soul_of(terminal_id)) is not None:
+            refuse_private_soul(principal, terminal_id, soul.user_id)
         try:
             user_emotion, snapshot = await entry.runtime_data.souls.user_turn(
                 terminal_id, text, session_id
@@ -398,11 +395,7 @@ class ChatView(HomeAssistantView):
             body.get("user_id"), "user_id", max_length=MAX_ID
         )
         body["user_id"] = principal.acting_for(requested)
-        try:
-            response = await entry.runtime_data.chat.chat(body, caller=principal)
-        except ChatError as err:
-            raise _HttpError(str(err), HTTPStatus(err.status)) from None
-        return self.json(response)
+        return self.json(await entry.runtime_data.chat.chat(body, caller=principal))
 
 
 class EventsView(HomeAssistantView):

@@ -42,12 +42,12 @@ from .chat_request import (
     NO_SOUL_ERROR,
     ChatError,
     ChatRequest,
-    PrivateSoulError,
     SessionOwnerError,
     SoulMismatchError,
     UnknownSoulIdError,
     UnknownTerminalIdError,
     parse_chat_request,
+    refuse_private_soul,
 )
 from .chat_tools import ChatModel, ExtraTools
 from .cognition.events import EventBus
@@ -443,11 +443,7 @@ class ChatPipeline:
                 "POST /api/soul/v1/souls/select"
             )
         if soul is not None:
-            if not caller.sees(soul.user_id):
-                # Another user's private soul: its body is not a way in to it.
-                raise PrivateSoulError(
-                    f"terminal {terminal_id!r} is bound to another user's private soul"
-                )
+            refuse_private_soul(caller, terminal_id, soul.user_id)
             return soul
         if wanted is not None and known:
             self._souls.bind(terminal_id, wanted.soul_id)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import untrusted
+from .access import Principal
 from .topics import valid_terminal_id
 
 TEXT_INPUT_ERROR = (
@@ -61,6 +62,18 @@ class PrivateSoulError(ChatError):
     """The terminal is bound to a soul the caller may not use (HTTP 403)."""
 
     status = 403
+
+
+def refuse_private_soul(caller: Principal, terminal_id: str, owner: str | None) -> None:
+    """Refuse a turn through ``terminal_id`` when its soul (``owner``'s) is not the caller's.
+
+    Another user's private soul is not reached through its body either; the
+    refusal does not name the soul.
+    """
+    if not caller.sees(owner):
+        raise PrivateSoulError(
+            f"terminal {terminal_id!r} is bound to another user's private soul"
+        )
 
 
 class SoulMismatchError(ChatError):
