@@ -76,6 +76,10 @@ async def poisoned_json(meter: Meter) -> list[Section]:
         ),
         ("empty objects {}", json_array("{}", LOOP)),
         ("flat array of 0", json_array("0", LOOP)),
+        (
+            "objects of one-letter names, one repeated in the last",
+            json_array('{"a":0,"b":0}', LOOP - 14)[:-1] + b',{"a":0,"a":1}]',
+        ),
     ]
     for name, raw in big:
         assert len(raw) == LOOP, (name, len(raw))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from custom_components.soul.core import untrusted
 from custom_components.soul.core.json_schema import MAX_SCHEMA_DEPTH
 from custom_components.soul.core.protocol import (
     MAX_CATALOG_ENTRIES,
@@ -71,6 +72,31 @@ def test_decode_json_limits() -> None:
 def test_lone_surrogates_never_enter(payload: bytes) -> None:
     with pytest.raises(ProtocolError):
         decode_json(payload)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"request_id": "r1", "ok": true, "ok": false}',
+        b'{"a": [{"terminal_id": "t1", "terminal_id": "t2"}]}',
+        b' {"a": 1, "a": 1} ',  # whitespace around: the decoder's other path
+        '{"名": 1, "名": 2}'.encode(),
+    ],
+)
+def test_a_name_that_comes_twice_is_refused(payload: bytes) -> None:
+    with pytest.raises(ProtocolError, match="comes twice in one object"):
+        decode_json(payload)
+
+
+def test_repeated_names_when_nothing_may_be_refused() -> None:
+    # A model's reply (``repair``): the last of the names wins, as in json.loads.
+    assert untrusted.loads('{"a": 1, "a": 2}', max_bytes=64, repair=True) == {"a": 2}
+    assert decode_json(b'{"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}') == {
+        "a": {"a": 1},
+        "b": [{"a": 2}, {"a": 3}],
+    }  # the same name in different objects is fine
+    with pytest.raises(ProtocolError, match=r"'x{40}…' comes twice"):
+        decode_json(json.dumps({"x" * 1000: 1})[:-1] + ', "' + "x" * 1000 + '": 2}')
 
 
 def test_surrogate_pairs_are_text() -> None:
@@ -227,6 +253,22 @@ def test_results() -> None:
         "r1", {"request_id": "r1", "ok": False, "output": "x", "error": "bad"}
     )
     assert (failed.ok, failed.error) == (False, "bad")
+
+
+def test_a_results_output_is_clean_text() -> None:
+    # A body's output reaches the caller of soul.invoke_skill and the model:
+    # control characters become U+FFFD at any depth, names too; the rest
+    # (line feeds, tabs, numbers, the structure) is kept.
+    result = parse_result(
+        "r1",
+        {
+            "request_id": "r1",
+            "ok": True,
+            "output": {"a\x00": ["x\x07y", 1, None, {"k": "l1\nl2\tz\x1b"}]},
+        },
+    )
+    assert result.output == {"a\ufffd": ["x\ufffdy", 1, None, {"k": "l1\nl2\tz\ufffd"}]}
+    assert parse_result("r1", {"request_id": "r1", "ok": True}).output is None
 
 
 @pytest.mark.parametrize(

@@ -207,6 +207,32 @@ def test_soul_hint_first_connection_only() -> None:
     assert again.hub.first_connection("t4", "friendly") is None
 
 
+def test_soul_hint_never_copies_a_soul_it_may_not_pick() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls(
+        [Soul("s1", "Friendly", "ESFJ"), Soul("p1", "Secret", "INTJ", user_id="u1")]
+    )
+
+    def shared(soul: Soul) -> bool:
+        return soul.user_id is None
+
+    # By name or by id, in any case: neither picked nor created under its name.
+    assert hub.first_connection("t1", "secret", visible=shared) is None
+    env.clock.now += HINT_SOUL_INTERVAL
+    assert hub.first_connection("t2", "P1", visible=shared) is None
+    assert hub.first_connection("t2", "other", visible=shared) is None  # seen
+    # Another name still creates a soul; a visible one is still picked.
+    assert hub.first_connection("t3", "Lumen", visible=shared) == HintDecision(
+        name="Lumen", mbti="ENFP"
+    )
+    assert hub.first_connection("t4", "friendly", visible=shared) == HintDecision(
+        soul_id="s1"
+    )
+    # Whoever may see the soul still picks it.
+    assert hub.first_connection("t5", "secret") == HintDecision(soul_id="p1")
+
+
 async def test_tick_publishes_to_online_bound_terminals() -> None:
     env = Env()
     hub = env.hub

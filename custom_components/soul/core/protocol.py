@@ -323,7 +323,7 @@ def parse_result(request_id: str, data: Any) -> InvokeResult:
     return InvokeResult(
         request_id=request_id,
         ok=ok,
-        output=data.get("output"),
+        output=untrusted.clean_json(data.get("output")),
         error=untrusted.clean(error, MAX_TEXT_LENGTH)
         if isinstance(error, str) and error
         else None,

@@ -349,7 +349,8 @@ class SoulHub:
         new soul named after the hint. A chat's caller matches only the souls
         it may see (``visible``), and may be refused new souls
         (``may_create``): such a refusal leaves the terminal's first contact
-        to the body.
+        to the body. A hint naming a soul it may not see picks nothing and
+        creates nothing.
         """
         if terminal_id in self._seen or terminal_id in self._bindings:
             return None
@@ -384,6 +385,18 @@ class SoulHub:
         self._on_dirty()
         if decision.soul_id is not None:
             return decision
+        # A soul the hint may not pick is not copied either: a same-named
+        # shared soul beside a user's private one would pass for it.
+        taken = (decision.name or "").casefold()
+        if any(
+            taken in (soul.soul_id.casefold(), soul.name.casefold())
+            for soul in self._souls.values()
+        ):
+            _LOGGER.info(
+                "Ignored the soul_hint of %s: it names a soul the body may not use",
+                terminal_id,
+            )
+            return None
         # A new soul: bodies may not flood the configuration with them.
         now = self._clock()
         if (

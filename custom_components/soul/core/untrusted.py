@@ -6,7 +6,8 @@ store, a registry or an entity:
 
 - ``loads`` decodes JSON within a size, as strict UTF-8, refuses lone UTF-16
   surrogates (a valid JSON escape such as ``\\ud800`` that no store can
-  serialise) and nesting deeper than ``MAX_JSON_DEPTH``;
+  serialise), an object whose names repeat, and nesting deeper than
+  ``MAX_JSON_DEPTH``;
 - ``text`` checks one string field: a string, within its documented length,
   free of lone surrogates and of control characters (a line allows none, free
   text allows tab and newlines);
@@ -162,21 +163,45 @@ def _repaired(value: Any) -> Any:
     return value
 
 
-# The C scanner ``json.loads`` runs, without ``JSONDecoder.decode``'s two
-# whitespace searches around it (half of a small envelope's decoding; set by
-# ``JSONDecoder.__init__``, which typeshed does not declare).
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+def _one_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Return an object's members as a dict; refuse a name that comes twice.
 
-
-def _decode(text: str) -> Any:
-    """Return ``json.loads(text)``: the same value, or the same error."""
-    try:
-        value, end = _SCAN(text, 0)
-    except StopIteration:  # leading whitespace, a BOM, nothing: json.loads says
-        return json.loads(text)
-    if end != len(text) and text[end:].strip(" \t\n\r"):
-        return json.loads(text)  # extra data after the value: its error
+    RFC 8259 leaves an object with a repeated name to each reader ("the
+    behavior ... is unpredictable"): a gateway that reads the first
+    ``terminal_id`` and Soul reading the last would not agree on the sender.
+    """
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for name, _member in pairs:  # pragma: no branch - a name repeats
+            if name in seen:
+                shown = name if len(name) <= 40 else name[:40] + "…"
+                raise ValueError(f"the name {shown!r} comes twice in one object")
+            seen.add(name)
     return value
+
+
+# The C scanners ``json.loads`` runs, without ``JSONDecoder.decode``'s two
+# whitespace searches around them (half of a small envelope's decoding; set
+# by ``JSONDecoder.__init__``, which typeshed does not declare): one refuses
+# an object whose names repeat, the other (for text Soul cannot refuse,
+# ``repair``) lets the last of them win, as ``json.loads`` does.
+_STRICT_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(
+    object_pairs_hook=_one_each
+).scan_once  # type: ignore[attr-defined]
+_LENIENT_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _decode(text: str, *, repair: bool) -> Any:
+    """Return ``json.loads(text)`` (strict: names unique): the same value, or error."""
+    try:
+        value, end = (_LENIENT_SCAN if repair else _STRICT_SCAN)(text, 0)
+    except StopIteration:  # leading whitespace, a BOM, nothing: json.loads says
+        value, end = None, -1
+    if end == len(text) or (end >= 0 and not text[end:].strip(" \t\n\r")):
+        return value
+    # json.loads' own error (extra data, a BOM), or its value after whitespace
+    return json.loads(text, object_pairs_hook=None if repair else _one_each)
 
 
 def loads(
@@ -191,8 +216,9 @@ def loads(
 ) -> Any:
     """Decode JSON from an untrusted source; raise ``UntrustedInputError``.
 
-    ``repair``: lone surrogates become U+FFFD instead of refusing the input
-    (for text Soul cannot refuse, such as a model's reply).
+    ``repair``: lone surrogates become U+FFFD instead of refusing the input,
+    and of an object's repeated names the last wins (for text Soul cannot
+    refuse, such as a model's reply); otherwise a repeated name is refused.
 
     Bytes must be UTF-8 (no overlong forms, no encoded surrogates); the size
     counts bytes. No string of the result holds a lone surrogate, no
@@ -223,7 +249,7 @@ def loads(
     if max_values is not None and decoded.count(",") > max_values:
         raise UntrustedInputError(f"{what} has more than {max_values} values (commas)")
     try:
-        value = _decode(decoded)
+        value = _decode(decoded, repair=repair)
     except RecursionError:
         raise UntrustedInputError(
             f"{what} nests deeper than {max_depth} levels"
@@ -275,4 +301,23 @@ def check_json[V](
         )
     if _too_deep(value, max_depth):
         raise UntrustedInputError(f"{what} nests deeper than {max_depth} levels")
+    return value
+
+
+def clean_json(value: Any) -> Any:
+    """Return a decoded JSON value whose strings, names too, are clean free text.
+
+    What ``clean`` does to free text, at any depth and without cutting: a
+    control character other than tab, line feed and carriage return becomes
+    U+FFFD. For a value Soul passes on rather than refuses (a body's result
+    ``output``); its size and depth are its decoder's (``loads``).
+    """
+    if isinstance(value, str):
+        return (
+            _BAD_IN_TEXT.sub("\ufffd", value) if _BAD_IN_TEXT.search(value) else value
+        )
+    if isinstance(value, list):
+        return [clean_json(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_json(name): clean_json(item) for name, item in value.items()}
     return value
