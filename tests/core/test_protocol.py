@@ -269,6 +269,12 @@ def test_a_results_output_is_clean_text() -> None:
     )
     assert result.output == {"a\ufffd": ["x\ufffdy", 1, None, {"k": "l1\nl2\tz\ufffd"}]}
     assert parse_result("r1", {"request_id": "r1", "ok": True}).output is None
+    # Its error becomes an action's error message: one line, no override.
+    failed = parse_result(
+        "r1",
+        {"request_id": "r1", "ok": False, "error": "bad\n2026 ERROR fake\u202e"},
+    )
+    assert failed.error == "bad\ufffd2026 ERROR fake\ufffd"
 
 
 @pytest.mark.parametrize(

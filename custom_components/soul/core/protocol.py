@@ -324,7 +324,9 @@ def parse_result(request_id: str, data: Any) -> InvokeResult:
         request_id=request_id,
         ok=ok,
         output=untrusted.clean_json(data.get("output")),
-        error=untrusted.clean(error, MAX_TEXT_LENGTH)
+        # One line: it becomes an action's error message, which Home
+        # Assistant logs and shows (a line feed would forge a log line).
+        error=untrusted.clean(error, MAX_TEXT_LENGTH, multiline=False)
         if isinstance(error, str) and error
         else None,
     )
