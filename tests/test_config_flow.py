@@ -499,10 +499,51 @@ async def test_old_entries_move_the_endpoint_to_data(
     fake_llm.api_key = "k"
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
-    assert entry.minor_version == 2
+    assert entry.minor_version == 3
     assert entry.data == endpoint(fake_llm, "k")
     assert entry.options == {CONF_TOPIC_PREFIX: "soul", CONF_MAX_TOOL_ROUNDS: 2}
     assert entry.runtime_data.llm is not None
+
+
+async def test_migration_shows_invisible_characters_in_souls_names(
+    hass: HomeAssistant,
+) -> None:
+    """1.3: an older Soul let bodies name souls with overrides and invisible characters."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={CONF_TOPIC_PREFIX: "soul"},
+        version=1,
+        minor_version=2,
+        subentries_data=[
+            {
+                "data": {"name": name, "mbti_type": "ENFP"},
+                "subentry_type": "soul",
+                "title": name,
+                "unique_id": None,
+            }
+            for name in ("a\u202eb", "fr\u200biendly", "Aria", "ar\u200dia")
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.minor_version == 3
+    names = sorted(
+        (s.title, s.data["name"], s.data["mbti_type"])
+        for s in entry.subentries.values()
+    )
+    assert names == [
+        ("Aria", "Aria", "ENFP"),
+        ("ar\u200dia", "ar\u200dia", "ENFP"),  # a joiner words need stays
+        ("a\ufffdb", "a\ufffdb", "ENFP"),
+        ("fr\ufffdiendly", "fr\ufffdiendly", "ENFP"),
+    ]
+    assert sorted(s.name for s in entry.runtime_data.souls.souls.values()) == [
+        "Aria",
+        "ar\u200dia",
+        "a\ufffdb",
+        "fr\ufffdiendly",
+    ]
 
 
 async def discover(hass: HomeAssistant, topic: str, payload: str) -> dict[str, Any]:

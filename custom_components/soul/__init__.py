@@ -19,10 +19,19 @@ from homeassistant.helpers.typing import ConfigType
 from homeassistant.loader import async_get_integration
 
 from .builder import async_create_runtime
-from .const import DOMAIN, ENDPOINT_KEYS, ISSUE_LLM_NOT_CONFIGURED, LOGGER
+from .const import (
+    CONF_NAME,
+    DOMAIN,
+    ENDPOINT_KEYS,
+    ISSUE_LLM_NOT_CONFIGURED,
+    LOGGER,
+    SUBENTRY_SOUL,
+)
+from .core import untrusted
 from .core.cognition.notices import watch_bodies, watch_memory
 from .core.llm import LLMAuthError, LLMConnectionError, OpenAICompatibleLLM
 from .core.registry import Change, Terminal
+from .core.souls import MAX_NAME_LENGTH
 from .core.topics import valid_terminal_id
 from .helpers import find_device, now_timestamp, soul_id_of_device, terminal_device_info
 from .journal import async_close_journal
@@ -69,7 +78,13 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
 
 
 async def async_migrate_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
-    """Move the LLM endpoint from the options to the data (1.1 → 1.2)."""
+    """Bring an older entry up to date.
+
+    1.1 → 1.2: the LLM endpoint moves from the options to the data.
+    1.2 → 1.3: souls' names become lines without invisible characters, as a
+    name must be now (an older Soul let a body name a soul "a\u202eb" or
+    "fr\u200biendly"): each such character becomes U+FFFD, shown for what it is.
+    """
     if entry.version > 1:
         return False  # a newer Soul wrote this entry
     if entry.minor_version < 2:
@@ -81,6 +96,27 @@ async def async_migrate_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bo
         hass.config_entries.async_update_entry(
             entry, data=data, options=options, minor_version=2
         )
+    if entry.minor_version < 3:
+        for subentry in list(entry.subentries.values()):
+            if subentry.subentry_type != SUBENTRY_SOUL:
+                continue
+            title = untrusted.clean(subentry.title, MAX_NAME_LENGTH, multiline=False)
+            data = subentry.data
+            name = data.get(CONF_NAME)
+            if isinstance(name, str) and name != (
+                cleaned := untrusted.clean(name, MAX_NAME_LENGTH, multiline=False)
+            ):
+                data = {**data, CONF_NAME: cleaned}
+            if data is not subentry.data or title != subentry.title:
+                LOGGER.warning(
+                    "The name of soul %s had invisible characters: now %r",
+                    subentry.subentry_id,
+                    title,
+                )
+                hass.config_entries.async_update_subentry(
+                    entry, subentry, data=data, title=title
+                )
+        hass.config_entries.async_update_entry(entry, minor_version=3)
     return True
 
 

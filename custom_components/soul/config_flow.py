@@ -377,7 +377,7 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
     """Create the Soul hub entry."""
 
     VERSION = 1
-    MINOR_VERSION = 2
+    MINOR_VERSION = 3
 
     async def async_step_user(
         self, user_input: dict[str, Any] | None = None

@@ -22,7 +22,7 @@ from .const import DOMAIN, TITLE
 from .core.invoker import TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
 from .core.registry import Terminal
-from .core.souls import Soul, SoulHub
+from .core.souls import Soul, SoulHub, name_key
 from .core.star.hub import Identity
 from .core.topics import valid_terminal_id
 from .models import SoulConfigEntry
@@ -155,7 +155,8 @@ def find_soul(hub: SoulHub, key: str) -> Soul | None:
     """Return the soul with this id, or else the only soul with this name."""
     if (soul := hub.soul(key)) is not None:
         return soul
-    named = [s for s in hub.souls.values() if s.name.casefold() == key.casefold()]
+    looks = name_key(key)
+    named = [s for s in hub.souls.values() if name_key(s.name) == looks]
     return named[0] if len(named) == 1 else None
 
 

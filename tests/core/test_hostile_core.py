@@ -289,10 +289,21 @@ def test_the_json_decoder_answers_as_json_loads(text: str, repair: bool) -> None
     assert json.dumps(got, default=repr) == json.dumps(expected, default=repr)
 
 
+@pytest.mark.parametrize("char", ["\u200c", "\u200d", "\ufe0f", "\U000e0100"])
+def test_a_line_keeps_the_joiners_and_selectors_words_need(char: str) -> None:
+    """Persian and Indic words, emoji sequences and ideograph variants need them."""
+    assert untrusted.is_text(f"a{char}b", 64)
+
+
 @pytest.mark.parametrize(
     "char",
-    ["\x85", "\u2028", "\u2029", "\u202a", "\u202e", "\u2066", "\u2069", "\ufeff"],
-)
+    [
+        "\x85", "\u2028", "\u2029", "\u202a", "\u202e", "\u2066", "\u2069", "\ufeff",
+        # invisible: two names that look the same ("fr\u200biendly", black box)
+        "\xad", "\u034f", "\u061c", "\u115f", "\u180e", "\u200b", "\u200e", "\u200f",
+        "\u2060", "\u2064", "\u3164", "\uffa0", "\ufff9", "\U0001bca0", "\U000e0041",
+    ],
+)  # fmt: skip
 def test_a_line_holds_no_invisible_formatting(char: str) -> None:
     """A name reads as what it is: a right-to-left override named a soul (black box)."""
     with pytest.raises(untrusted.UntrustedInputError, match=f"U\\+{ord(char):04X}"):

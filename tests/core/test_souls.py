@@ -22,6 +22,7 @@ from custom_components.soul.core.souls import (
     Soul,
     SoulError,
     SoulHub,
+    name_key,
     validate_soul_fields,
 )
 from custom_components.soul.core.topics import Topics
@@ -231,6 +232,22 @@ def test_soul_hint_never_copies_a_soul_it_may_not_pick() -> None:
     )
     # Whoever may see the soul still picks it.
     assert hub.first_connection("t5", "secret") == HintDecision(soul_id="p1")
+    # A hint that only looks like a name is that name: it picks the soul it
+    # looks like, or creates nothing (a black-box run made "fr\u200diendly").
+    env.clock.now += HINT_SOUL_INTERVAL
+    assert hub.first_connection("t6", "fr\u200diendly", visible=shared) == (
+        HintDecision(soul_id="s1")
+    )
+    assert hub.first_connection("t7", "ＦＲＩＥＮＤＬＹ", visible=shared) == (
+        HintDecision(soul_id="s1")
+    )
+    assert hub.first_connection("t8", "Secre\u200ct", visible=shared) is None
+    assert hub.first_connection("t9", "Ｓｅｃｒｅｔ", visible=shared) is None
+
+
+def test_name_key_compares_names_as_they_look() -> None:
+    assert name_key("Ａｒｉａ") == name_key("aria") == name_key("ar\u200dia\ufe0f")
+    assert name_key("аria") != name_key("aria")  # Cyrillic а: another name
 
 
 async def test_tick_publishes_to_online_bound_terminals() -> None:

@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 import json
+import re
 from typing import Any
+import unicodedata
 
 from . import untrusted
 from .emotion import analyze_emotion
@@ -111,6 +113,21 @@ class Soul:
     def __post_init__(self) -> None:
         """Derive the temperament from the MBTI type."""
         object.__setattr__(self, "persona", persona_from_mbti(self.mbti))
+
+
+# What a name may hold but does not show: the zero-width (non-)joiner and
+# variation selectors (``untrusted`` refuses the other invisible characters).
+_UNSEEN_IN_NAMES = re.compile("[\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+
+
+def name_key(name: str) -> str:
+    """Return what a soul's name looks like, to compare names as a reader would.
+
+    Compatibility forms fold (NFKC: full-width "ＡＲＩＡ" is "ARIA"), case folds,
+    and characters that do not show are dropped. Lookalikes from other scripts
+    (a Cyrillic "а" for a Latin "a") stay apart.
+    """
+    return _UNSEEN_IN_NAMES.sub("", unicodedata.normalize("NFKC", name)).casefold()
 
 
 def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
@@ -360,10 +377,11 @@ class SoulHub:
             return None
         hint = hint.strip()[:MAX_NAME_LENGTH]
         folded = hint.casefold()
+        looks = name_key(hint)
         souls = [soul for soul in self._souls.values() if visible(soul)]
         decision: HintDecision | None = None
         for soul in souls:
-            if folded in (soul.soul_id.casefold(), soul.name.casefold()):
+            if folded == soul.soul_id.casefold() or looks == name_key(soul.name):
                 decision = HintDecision(soul_id=soul.soul_id)
                 break
         if decision is None and is_mbti(hint):
@@ -387,9 +405,9 @@ class SoulHub:
             return decision
         # A soul the hint may not pick is not copied either: a same-named
         # shared soul beside a user's private one would pass for it.
-        taken = (decision.name or "").casefold()
+        looks = name_key(decision.name or "")
         if any(
-            taken in (soul.soul_id.casefold(), soul.name.casefold())
+            looks in (soul.soul_id.casefold(), name_key(soul.name))
             for soul in self._souls.values()
         ):
             _LOGGER.info(

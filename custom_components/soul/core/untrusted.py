@@ -47,11 +47,21 @@ LOOP_JSON_BYTES = 64 * 1024
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 # What a one-line field (a name, an id, an option) may not contain: control
 # characters (C0, DEL, C1), line and paragraph separators, the bidirectional
-# embeddings, overrides and isolates that make a name read as another
+# marks, embeddings, overrides and isolates that make a name read as another
 # ("a\u202eb" shows as "ab" reversed: a black-box run named a soul so), and
-# the invisible U+FEFF.
+# the invisible characters (Unicode's default ignorables) that make two names
+# look the same ("fr\u200biendly" passed for "friendly" in every soul list):
+# soft hyphen, combining grapheme joiner, Hangul fillers, Khmer inherent
+# vowels, the Mongolian vowel separator, zero-width space, word joiner and
+# invisible operators, U+FEFF, U+FFF0-FFFB, shorthand format controls,
+# musical formatting and tag characters. Kept, as words need them: the
+# zero-width (non-)joiner (Persian, Indic scripts, emoji sequences) and
+# variation selectors (emoji, CJK ideograph variants).
 _BAD_IN_LINE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
+    "[\x00-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
+    "\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f\u3164\uffa0\ufeff"
+    "\ufff0-\ufffb\ud800-\udfff\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f]"
 )
 # What free text (a chat message, a persona) may not contain: tab, LF, CR are fine.
 _BAD_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
