@@ -139,6 +139,47 @@ async def test_a_sad_chat_moves_the_form_and_leaves_a_trace(
     await shot(page, soul_ha, "panel-bodies.png")
 
 
+async def test_an_override_in_a_chat_line_ends_with_it(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
+) -> None:
+    """A right-to-left override in what a user said reversed the labels beside it.
+
+    A black-box run (2026-11-28) saw the channel label "panel" after such a
+    line read "lenap"; the trace's JSON carried the override too.
+    """
+    page = await page_as("admin")
+    await open_panel(page, soul_ha, "talk")
+    talk = page.locator("soul-panel #section-talk")
+    await talk.get_by_label("Soul", exact=True).select_option(label="Aria")
+    await talk.get_by_label("Body", exact=True).select_option(BODY)
+    await talk.get_by_label("Message", exact=True).fill("bidi-probe \u202eleft alone")
+    await talk.get_by_role("button", name="Send").click()
+    await expect(talk.locator(".bubble.soul[data-from=soul]")).to_have_count(
+        1, timeout=60_000
+    )
+    await page.locator("soul-panel [role=tab][data-tab=timeline]").click()
+    trace = page.locator("soul-panel li.trace").filter(has_text="bidi-probe")
+    said = trace.locator(".event[data-type=user_input]")
+    await expect(said).to_have_count(1, timeout=10_000)
+    label = said.locator("span.muted")
+    await expect(label).to_have_text("panel")
+    # Where the label's first and last letters are drawn: left to right.
+    first, last = await label.evaluate(
+        """(el) => {
+          const text = el.firstChild, range = document.createRange();
+          const left = (i) => { range.setStart(text, i); range.setEnd(text, i + 1);
+            return range.getBoundingClientRect().left; };
+          return [left(0), left(text.length - 1)];
+        }"""
+    )
+    assert first < last, (first, last)
+    await trace.locator("button.open").click()
+    dialog = page.locator("soul-panel dialog#trace")
+    await dialog.locator("summary").click()
+    await expect(dialog.locator("pre")).to_contain_text("bidi-probe \\u202eleft alone")
+    await page.keyboard.press("Escape")
+
+
 async def test_a_user_sees_only_their_souls(
     soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
 ) -> None:

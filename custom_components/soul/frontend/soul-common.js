@@ -204,6 +204,14 @@ export function esc(value) {
   })[c]);
 }
 
+/** JSON for people to read: bidirectional controls and invisible characters escaped. */
+export function jsonText(value) {
+  return JSON.stringify(value, null, 2).replace(
+    /[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
 /** Format a number with a sign and two decimals ("–" when missing). */
 export function num(value, digits = 2) {
   return typeof value === "number" && Number.isFinite(value)
@@ -306,6 +314,9 @@ export function watchSouls(hass, listener) {
 /** CSS shared by the panel and the card: Home Assistant's theme variables. */
 export const BASE_CSS = `
   :host { color: var(--primary-text-color); font-family: var(--ha-font-family-body, var(--paper-font-body1_-_font-family, Roboto, sans-serif)); }
+  /* Text from bodies and users may hold a bidirectional override: it ends
+     with its element ("\\u202e" in a chat line reversed the labels beside it). */
+  span, strong, em, b, small, code, label, bdi, time, a { unicode-bidi: isolate; }
   .muted { color: var(--secondary-text-color); }
   .chip { display: inline-flex; align-items: center; gap: 6px; padding: 2px 10px; border-radius: 12px;
     background: var(--secondary-background-color); color: var(--primary-text-color); font-size: 0.85em; }

@@ -7,7 +7,7 @@
 // WebSocket commands, scoped to the signed-in user; nothing polls.
 
 import "./emotion-form.js";
-import { BASE_CSS, RESUBSCRIBE_MS, esc, gaugeHtml, num, t, watchSouls, when } from "./soul-common.js";
+import { BASE_CSS, RESUBSCRIBE_MS, esc, gaugeHtml, jsonText, num, t, watchSouls, when } from "./soul-common.js";
 
 const TABS = ["souls", "history", "timeline", "bodies", "talk"];
 const EVENT_TYPES = ["user_input", "psyche_update", "driver_response", "navigator_suggestion", "system_notification"];
@@ -523,7 +523,7 @@ class SoulPanel extends HTMLElement {
         <div class="trace-head"><span><strong>${esc(this._soulName(head.soul_id))}</strong>
           ${head.terminal_id ? `<span class="chip">${esc(head.terminal_id)}</span>` : ""}
           <span class="muted">${esc(when(this._hass, head.meta?.timestamp, true))}</span></span>
-          <button class="btn flat open" data-trace="${esc(trace)}" aria-label="${esc(this._t("open_trace"))} ${esc(trace.slice(0, 8))}">${esc(this._t("open_trace"))}</button></div>
+          <button class="btn flat open" data-trace="${esc(trace)}" aria-label="${esc(this._t("open_trace"))} ${esc(String(trace).slice(0, 8))}">${esc(this._t("open_trace"))}</button></div>
         ${ordered.map((e) => this._eventHtml(e)).join("")}</li>`;
     });
     section.innerHTML = `<div class="filters" role="group" aria-label="Filters">
@@ -587,7 +587,7 @@ class SoulPanel extends HTMLElement {
         dialog.innerHTML = `<div class="trace-head"><h2 id="trace-title">${esc(this._t("trace"))} <code>${esc(traceId)}</code></h2>
             <button class="btn flat close" autofocus>${esc(this._t("close"))}</button></div>
           ${events.map((e) => this._eventHtml(e)).join("")}
-          <details><summary>JSON</summary><pre>${esc(JSON.stringify(events, null, 2))}</pre></details>`;
+          <details><summary>JSON</summary><pre>${esc(jsonText(events))}</pre></details>`;
         dialog.querySelector(".close").addEventListener("click", () => dialog.close());
         if (!dialog.open) dialog.showModal();
       })
@@ -648,8 +648,8 @@ class SoulPanel extends HTMLElement {
       <p><span class="label">${esc(this._t("intents"))} (${b.intents.length})</span></p>
       <div class="chips">${b.intents.map((i) => `<span class="chip">${esc(i.name || i.id)}</span>`).join("")}</div>
       <p><span class="label">${esc(this._t("invocations"))}</span></p>
-      <div class="invoke">${inv.invocations ?? 0} · ${esc(this._t("failures"))} ${inv.failures ?? 0} · ${esc(this._t("timeouts"))} ${inv.timeouts ?? 0}
-        · ${esc(this._t("latency"))}: ${esc(this._t("last"))} ${inv.last_ms == null ? "–" : `${inv.last_ms} ms`}, ${esc(this._t("mean"))} ${inv.mean_ms == null ? "–" : `${inv.mean_ms} ms`}</div>
+      <div class="invoke">${Number(inv.invocations ?? 0)} · ${esc(this._t("failures"))} ${Number(inv.failures ?? 0)} · ${esc(this._t("timeouts"))} ${Number(inv.timeouts ?? 0)}
+        · ${esc(this._t("latency"))}: ${esc(this._t("last"))} ${inv.last_ms == null ? "–" : `${Number(inv.last_ms)} ms`}, ${esc(this._t("mean"))} ${inv.mean_ms == null ? "–" : `${Number(inv.mean_ms)} ms`}</div>
       <p><span class="label">${esc(this._t("last_decisions"))}</span></p>${decisions}</article>`;
   }
 
