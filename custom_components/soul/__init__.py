@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from homeassistant.components import mqtt
 from homeassistant.const import EVENT_HOMEASSISTANT_FINAL_WRITE, Platform
@@ -97,27 +98,33 @@ async def async_migrate_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bo
             entry, data=data, options=options, minor_version=2
         )
     if entry.minor_version < 3:
-        for subentry in list(entry.subentries.values()):
-            if subentry.subentry_type != SUBENTRY_SOUL:
-                continue
-            title = untrusted.clean(subentry.title, MAX_NAME_LENGTH, multiline=False)
-            data = subentry.data
-            name = data.get(CONF_NAME)
-            if isinstance(name, str) and name != (
-                cleaned := untrusted.clean(name, MAX_NAME_LENGTH, multiline=False)
-            ):
-                data = {**data, CONF_NAME: cleaned}
-            if data is not subentry.data or title != subentry.title:
-                LOGGER.warning(
-                    "The name of soul %s had invisible characters: now %r",
-                    subentry.subentry_id,
-                    title,
-                )
-                hass.config_entries.async_update_subentry(
-                    entry, subentry, data=data, title=title
-                )
+        _clean_soul_names(hass, entry)
         hass.config_entries.async_update_entry(entry, minor_version=3)
     return True
+
+
+def _clean_soul_names(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
+    """Make every soul's name and title a clean line (entry 1.3)."""
+    for subentry in list(entry.subentries.values()):
+        if subentry.subentry_type != SUBENTRY_SOUL:
+            continue
+        title = untrusted.clean(subentry.title, MAX_NAME_LENGTH, multiline=False)
+        data: Mapping[str, Any] = subentry.data
+        name = data.get(CONF_NAME)
+        if isinstance(name, str):
+            data = {
+                **data,
+                CONF_NAME: untrusted.clean(name, MAX_NAME_LENGTH, multiline=False),
+            }
+        if data != subentry.data or title != subentry.title:
+            LOGGER.warning(
+                "The name of soul %s had invisible characters: now %r",
+                subentry.subentry_id,
+                title,
+            )
+            hass.config_entries.async_update_subentry(
+                entry, subentry, data=data, title=title
+            )
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bool:
