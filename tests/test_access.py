@@ -334,6 +334,9 @@ async def test_star_event_notes_reach_only_what_their_sender_may_speak_to(
     sessions.open("ro-shared", T, shared, read_only.user.id)
     # (as if the soul had been the user's to talk to before it became private)
     sessions.open("user-dads", None, dads, user.user.id)
+    # The user's own Star session, with another soul: a note for the shared
+    # soul is not that conversation's either.
+    sessions.open(f"star-human-{user.user.id[:16]}-kid02", None, dads, user.user.id)
 
     async def note(caller: Caller, human: str, soul_id: str, label: str) -> None:
         ws, _ = await _star(caller, f"/human/{human}")
@@ -498,7 +501,32 @@ async def test_star_identities_are_home_assistants(
     assert "read-only" in read_only_outcome["message"]
     # Chat sessions of Star clients ran as their users.
     sessions = init_integration.runtime_data.chat.sessions
-    assert sessions["star-kid01"].user_id == user.user.id
+    assert sessions[f"star-human-{user.user.id[:16]}-kid01"].user_id == user.user.id
+
+
+async def test_a_star_client_id_takes_no_other_clients_session(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    """A black-box run: a user's agent "x" took the session of the admin's human "x"."""
+    admin, user = callers["admin"], callers["user"]
+    soul_id = init_integration.runtime_data.souls.soul_of(T).soul_id
+
+    async def chat(caller: Caller, path: str, sender: tuple[str, str]) -> Any:
+        ws, _ = await _star(caller, path)
+        action = {"type": "action", "action": "chat", "id": "c1"}
+        action["parameters"] = {"text": "你好"}
+        await ws.send_json(envelope(sender, (f"soul_{soul_id}", "agent"), action))
+        outcome = (await receive(ws))["payload"]["outcome"]
+        await ws.close()
+        return outcome
+
+    agent = await chat(user, "/env/home/agent/same1", ("same1", "agent"))
+    assert agent["status"] == "success"
+    human = await chat(admin, "/human/same1", ("same1", "human"))
+    assert human["status"] == "success", human
+    sessions = init_integration.runtime_data.chat.sessions
+    assert sessions[f"star-agent-{user.user.id[:16]}-same1"].user_id == user.user.id
+    assert sessions[f"star-human-{admin.user.id[:16]}-same1"].user_id == admin.user.id
 
 
 async def test_the_soul_select_binds_for_administrators_only(

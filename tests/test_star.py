@@ -315,7 +315,10 @@ async def test_a_soul_answers_chat_actions(
     )
     for _ in range(50):
         await hass.async_block_till_done()
-        session = init_integration.runtime_data.chat.sessions["star-dad01"]
+        sessions = init_integration.runtime_data.chat.sessions
+        session = next(
+            s for sid, s in sessions.items() if sid.startswith("star-human-")
+        )
         if session.context:
             break
         await asyncio.sleep(0.02)

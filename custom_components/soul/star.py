@@ -251,9 +251,10 @@ class SoulAgents:
             "event": payload,
         }
         for session in self.entry.runtime_data.chat.sessions.values():
-            if session.session_id == session_id or (
-                session.soul_id == soul_id
-                and (principal.is_admin or session.user_id == principal.user_id)
+            if session.soul_id == soul_id and (
+                session.session_id == session_id
+                or principal.is_admin
+                or session.user_id == principal.user_id
             ):
                 session.context.append(note)
 
@@ -367,8 +368,16 @@ def _principal_of(sender: Connection) -> Principal:
 
 
 def _session_id(sender: Connection) -> str:
-    """Return the chat session of a Star client."""
-    return f"star-{sender.identity.client_id}"
+    """Return the chat session of a Star client: its type, its user and its id.
+
+    An agent and a human of the same id are two clients, and a client id says
+    nothing of its user: with ``star-<id>`` alone, a user's agent took the
+    session of an administrator's human of that id first, which locked the
+    human out and let the agent's event notes into its conversations.
+    """
+    identity = sender.identity
+    user = _principal_of(sender).user_id or "anonymous"
+    return f"star-{identity.client_type}-{user[:16]}-{identity.client_id}"
 
 
 @callback

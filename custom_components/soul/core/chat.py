@@ -79,7 +79,7 @@ UNDONE_REASONS = frozenset({"no_catalog_match", "ambiguous", "max_intents", "not
 
 
 # Channels whose session ids Soul makes itself ("panel-<user>-<soul>",
-# "star-<client id>"): no other way in may use them.
+# "star-<client type>-<user>-<client id>"): no other way in may use them.
 CHANNEL_SESSIONS = frozenset({"panel", "star"})
 
 
