@@ -18,7 +18,7 @@ from homeassistant.helpers.event import async_track_time_interval
 from .const import LOGGER
 from .core.ingest import KINDS as SNAPSHOT_KINDS, SnapshotIngest
 from .core.topics import Kind, Topics
-from .core.untrusted import LOOP_JSON_BYTES
+from .core.untrusted import decodes_on_loop
 
 if TYPE_CHECKING:
     from .core.invoker import Invoker
@@ -101,7 +101,7 @@ class MqttBridge:
             invoker = self.invoker
             if invoker is None or parsed.request_id is None:
                 return
-            if len(payload) <= LOOP_JSON_BYTES or not invoker.awaits(
+            if decodes_on_loop(payload) or not invoker.awaits(
                 parsed.terminal_id, parsed.request_id
             ):
                 invoker.handle_result(parsed.terminal_id, parsed.request_id, payload)

@@ -144,7 +144,7 @@ async def _json_body(request: web.Request) -> Any:
         max_values=untrusted.MAX_JSON_VALUES,
         what="request body",
     )
-    if size > untrusted.LOOP_JSON_BYTES:
+    if not untrusted.decodes_on_loop(raw):
         return await request.app[KEY_HASS].async_add_executor_job(decode)
     return decode()
 

@@ -176,7 +176,7 @@ class OpenAICompatibleLLM:
         try:
             data = (
                 await asyncio.to_thread(decode)
-                if len(body) > untrusted.LOOP_JSON_BYTES
+                if not untrusted.decodes_on_loop(body)
                 else decode()
             )
         except untrusted.UntrustedInputError as err:

@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from custom_components.soul.core import untrusted
 from custom_components.soul.core.star import envelope as envelope_module, transport
 from custom_components.soul.core.star.hub import Identity, StarHub, valid_id
 from devtools.star_server import StarServer
@@ -157,6 +158,41 @@ async def test_a_burst_arrives_whole_and_in_order(server: StarServer) -> None:
         ]
     assert got == list(range(200))
     assert server.hub.stats.dropped_slow == 0
+
+
+async def test_a_small_frame_of_many_values_is_decoded_in_a_thread(
+    server: StarServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """30 frames of 32,000 zeros each, under 64 KiB, held the loop (black box)."""
+    decoded: list[int] = []
+    decode_frame = transport.decode_frame
+
+    def counting(raw: str | bytes, max_bytes: int) -> Any:
+        decoded.append(len(raw))
+        return decode_frame(raw, max_bytes)
+
+    monkeypatch.setattr(transport, "decode_frame", counting)
+    zeros = "[" + ",".join(["0"] * (untrusted.LOOP_JSON_VALUES + 2)) + "]"
+    assert len(zeros) < untrusted.LOOP_JSON_BYTES
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"{server.base_url}/env/world_1/agent/agent_1") as agent,
+    ):
+        assert (await agent.receive_json(timeout=3))["type"] == "heartbeat"
+        await agent.send_str(zeros)  # a batch of too many envelopes
+        answer = await agent.receive_json(timeout=3)
+    assert answer["type"] == "error", answer
+    assert "VALIDATION_ERROR" in json.dumps(answer)
+    assert decoded == [len(zeros)]
+
+
+def test_what_the_loop_decodes_is_small_in_bytes_and_in_values() -> None:
+    few = "[" + ",".join(["0"] * (untrusted.LOOP_JSON_VALUES + 1)) + "]"  # commas
+    assert untrusted.decodes_on_loop(few)
+    assert untrusted.decodes_on_loop(few.encode())
+    assert not untrusted.decodes_on_loop(few[:-1] + ",0]")
+    assert not untrusted.decodes_on_loop((few[:-1] + ",0]").encode())
+    assert not untrusted.decodes_on_loop(b" " * (untrusted.LOOP_JSON_BYTES + 1))
 
 
 async def test_the_loop_runs_during_a_long_stretch_of_frames(
@@ -405,18 +441,20 @@ async def test_writes_that_wait_for_a_client_not_reading_arrive_in_order(
     ):
         assert (await world.receive_json(timeout=3))["type"] == "heartbeat"
         assert (await agent.receive_json(timeout=3))["type"] == "heartbeat"
-        for sequence in range(40):  # 16 MB the world does not read yet
+        # 7.2 MB the world does not read yet (a queue holds at most
+        # SEND_QUEUE_CHARS: test_outbox cuts off a client that holds more)
+        for sequence in range(18):
             frame = json.loads(_message(sequence))
             frame["payload"]["data"] = big
             await agent.send_str(json.dumps(frame))
         for _ in range(200):  # until the hub has routed them all
-            if server.hub.stats.routed >= 40:
+            if server.hub.stats.routed >= 18:
                 break
             await asyncio.sleep(0.02)
         got = [
             (await world.receive_json(timeout=10))["payload"]["sequence"]
-            for _ in range(40)
+            for _ in range(18)
         ]
-    assert got == list(range(40))
+    assert got == list(range(18))
     assert resumed >= 1
     assert server.hub.stats.dropped_slow == 0

@@ -179,6 +179,32 @@ async def test_a_paused_socket_queues_frames_in_order_up_to_the_limit() -> None:
     assert sink.writes[2] == await _aiohttp_frames(["after"])
 
 
+async def test_a_paused_socket_queues_at_most_send_queue_chars() -> None:
+    """A client that stopped reading had Home Assistant keep 256 frames of 1 MiB."""
+    outbox, sink, protocol, _ws = _outbox(queue_size=256)
+
+    def pause() -> None:
+        if not protocol.writing_paused:
+            protocol.pause_writing()
+
+    sink.on_write = pause
+    outbox.put("first")
+    await _turn()
+    assert protocol.writing_paused
+    big = "x" * (1024 * 1024)
+    fits = transport.SEND_QUEUE_CHARS // len(big)
+    for _ in range(fits):
+        assert outbox.put(big)
+    assert not outbox.put(big)  # the hub cuts the client off
+    assert not outbox.put("x" * (transport.SEND_QUEUE_CHARS % len(big) + 1))
+    sink.on_write = None
+    protocol.resume_writing()
+    await _turn()
+    await _turn()
+    assert not outbox.pending
+    assert outbox.put(big)  # what was written is counted no more
+
+
 async def test_a_close_goes_out_after_the_frames_before_it() -> None:
     outbox, sink, _protocol, ws = _outbox()
     outbox.put("a")

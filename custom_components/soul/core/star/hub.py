@@ -186,8 +186,8 @@ class StarHub(Connections):
     def receive_now(self, connection: Connection, raw: str | bytes) -> Iterable[None]:
         """Handle a frame now; return the steps left (a batch's further envelopes).
 
-        For frames the transport decodes on the loop (at most
-        ``untrusted.LOOP_JSON_BYTES``): the same answers as ``receive_steps``,
+        For frames the transport decodes on the loop
+        (``untrusted.decodes_on_loop``): the same answers as ``receive_steps``,
         but a frame of one envelope is handled at once and the steps are
         empty (no generator, no ``Frame``).
         """

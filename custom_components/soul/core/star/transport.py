@@ -44,6 +44,9 @@ from .turns import flushes, turns
 _LOGGER = trace_logger(__name__)
 
 SEND_QUEUE = 256  # frames; at least a client's burst (hub.DEFAULT_BURST x 2)
+# Characters those frames may hold together: a client that stopped reading
+# made Home Assistant keep 256 frames of 1 MiB each (a black-box run).
+SEND_QUEUE_CHARS = 8 * 1024 * 1024
 AUTH_TIMEOUT = 10.0
 AUTH_FRAME_BYTES = 8192
 CLOSE_TIMEOUT = 5.0  # then a client that stopped reading is aborted
@@ -163,7 +166,8 @@ async def pump(
     ``close_timeout`` is aborted. The reader takes the frames it has already
     read back to back, as a plain relay does, but lets the loop run after
     ``YIELD_AFTER`` of them, and between the envelopes of a batch frame;
-    frames over ``untrusted.LOOP_JSON_BYTES`` are decoded in a thread. An
+    frames ``untrusted.decodes_on_loop`` finds too large are decoded in a
+    thread. An
     identity the hub refuses gets a ``PERMISSION_DENIED`` error and 1008; a
     full hub, ``CONNECTION_FAILED`` and 1013 (try again later).
     """
@@ -189,7 +193,7 @@ async def pump(
             if message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                 try:
                     steps: Iterable[None]
-                    if len(message.data) <= untrusted.LOOP_JSON_BYTES:
+                    if untrusted.decodes_on_loop(message.data):
                         steps = hub.receive_now(connection, message.data)
                     elif hub.admit(connection, message.data):
                         # Admitted first: a flooder's large frames cost nothing.
@@ -248,13 +252,15 @@ class _Outbox:
     what is kept. When the socket does not take a write (the transport
     paused writing, or aiohttp's write suspends), a task (``writer``) waits
     for it to drain and frames queue in ``pending``, at most ``queue_size``
+    frames of ``SEND_QUEUE_CHARS`` characters in all
     (``put`` then returns False: the hub cuts the client off). A close
     (``(code, reason)``) goes out after every frame before it.
     """
 
-    __slots__ = ("_close_timeout", "_flushes", "_identity", "_protocol",
-                 "_queue_size", "_request", "_size", "_transport", "_ws",
-                 "chunks", "closing", "pending", "stopped", "writer")  # fmt: skip
+    __slots__ = ("_close_timeout", "_flushes", "_identity", "_pending_chars",
+                 "_protocol", "_queue_size", "_request", "_size", "_transport",
+                 "_ws", "chunks", "closing", "pending", "stopped",
+                 "writer")  # fmt: skip
 
     def __init__(
         self,
@@ -272,6 +278,7 @@ class _Outbox:
         self._flushes = flushes(asyncio.get_running_loop())
         # Text to send, or (code, reason): close after what is before it.
         self.pending: deque[str | tuple[int, str]] = deque()
+        self._pending_chars = 0  # the characters of the frames in it
         self.chunks: list[bytes] = []  # framed, for the end of this turn
         self._size = 0  # their bytes
         self.writer: asyncio.Task[None] | None = None  # while a write waits
@@ -378,10 +385,21 @@ class _Outbox:
         return self.writer is not None or self.stopped
 
     def _queue(self, item: str | tuple[int, str]) -> bool:
-        if len(self.pending) >= self._queue_size:
+        chars = len(item) if type(item) is str else 0
+        if (
+            len(self.pending) >= self._queue_size
+            or self._pending_chars + chars > SEND_QUEUE_CHARS
+        ):
             return False
         self.pending.append(item)
+        self._pending_chars += chars
         return True
+
+    def _pop(self) -> str | tuple[int, str]:
+        item = self.pending.popleft()
+        if type(item) is str:
+            self._pending_chars -= len(item)
+        return item
 
     def _framed(self, text: str) -> bytes | None:
         """Return ``text`` as a WebSocket frame, or None: aiohttp frames it."""
@@ -444,7 +462,7 @@ class _Outbox:
                 item = pending[0]
                 if type(item) is not str or (frame := self._framed(item)) is None:
                     break
-                pending.popleft()
+                self._pop()
                 self.chunks.append(frame)
                 self._size += len(frame)
             if self.chunks:
@@ -454,7 +472,7 @@ class _Outbox:
                 continue
             if not pending:
                 return None
-            item = pending.popleft()
+            item = self._pop()
             return item if isinstance(item, tuple) else self._ws.send_str(item)
 
     async def _closer(self, code: int, reason: str) -> None:
