@@ -455,6 +455,10 @@ async def test_star_identities_are_home_assistants(
             f"/env/home/agent/soul_{soul_id}",
             "/env/home",
             "/env/lab1/agent/soul_x1",
+            # nor what reads as them (a black-box run took these)
+            f"/env/home/agent/SOUL_{soul_id}",
+            f"/human/soul_{soul_id}",
+            "/env/Home",
         ):
             with pytest.raises(WSServerHandshakeError) as refused:
                 await caller.client.ws_connect(BASE + path)

@@ -219,10 +219,15 @@ def soul_agent_id(soul_id: str) -> str:
 
 
 def star_identity_reserved(identity: Identity) -> bool:
-    """Return whether a Star identity is Soul's own (soul agents, ``home``)."""
-    if identity.client_type == "agent":
-        return identity.client_id.startswith(SOUL_AGENT_PREFIX)
-    return identity.client_type == "environment" and identity.client_id == HOME_ENV
+    """Return whether a Star identity is, or reads as, Soul's own (souls, ``home``).
+
+    In any case, and for humans too: "SOUL_<id>" or a human "soul_<id>" read as
+    a soul's agent to the people watching (a black-box run took both).
+    """
+    folded = identity.client_id.casefold()
+    if identity.client_type == "environment":
+        return folded == HOME_ENV
+    return folded.startswith(SOUL_AGENT_PREFIX)
 
 
 def now_timestamp() -> float:

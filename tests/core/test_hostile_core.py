@@ -274,11 +274,15 @@ _BROKEN = st.sampled_from(
 def test_the_json_decoder_answers_as_json_loads(text: str, repair: bool) -> None:
     """``untrusted`` decodes with json's scanner alone: the same values and errors.
 
-    The strict decoder is ``json.loads`` refusing an object whose names repeat.
+    The strict decoder is ``json.loads`` refusing an object whose names repeat,
+    NaN and Infinity.
     """
-    hook = None if repair else untrusted._one_each
+    strict: dict[str, Any] = {
+        "object_pairs_hook": untrusted._one_each,
+        "parse_constant": untrusted._no_constant,
+    }
     try:
-        expected: Any = json.loads(text, object_pairs_hook=hook)
+        expected: Any = json.loads(text, **({} if repair else strict))
     except (ValueError, RecursionError) as err:
         expected = (type(err), str(err))
     try:

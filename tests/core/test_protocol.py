@@ -88,6 +88,13 @@ def test_a_name_that_comes_twice_is_refused(payload: bytes) -> None:
         decode_json(payload)
 
 
+@pytest.mark.parametrize("payload", [b"NaN", b'{"a": [1, Infinity]}', b"-Infinity"])
+def test_nan_and_infinity_are_not_json(payload: bytes) -> None:
+    with pytest.raises(ProtocolError, match="is not a JSON number"):
+        decode_json(payload)
+    assert untrusted.loads(payload, max_bytes=64, repair=True) is not None
+
+
 def test_repeated_names_when_nothing_may_be_refused() -> None:
     # A model's reply (``repair``): the last of the names wins, as in json.loads.
     assert untrusted.loads('{"a": 1, "a": 2}', max_bytes=64, repair=True) == {"a": 2}

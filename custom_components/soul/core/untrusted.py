@@ -6,8 +6,8 @@ store, a registry or an entity:
 
 - ``loads`` decodes JSON within a size, as strict UTF-8, refuses lone UTF-16
   surrogates (a valid JSON escape such as ``\\ud800`` that no store can
-  serialise), an object whose names repeat, and nesting deeper than
-  ``MAX_JSON_DEPTH``;
+  serialise), an object whose names repeat, ``NaN`` and ``Infinity``
+  (Python's, not JSON's), and nesting deeper than ``MAX_JSON_DEPTH``;
 - ``text`` checks one string field: a string, within its documented length,
   free of lone surrogates and of control characters (a line allows none, free
   text allows tab and newlines);
@@ -207,13 +207,22 @@ def _one_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
+def _no_constant(name: str) -> Any:
+    """Refuse ``NaN``, ``Infinity`` and ``-Infinity``: Python writes them, JSON has none.
+
+    A Star client relayed them to others, whose ``JSON.parse`` fails on them.
+    """
+    raise ValueError(f"{name} is not a JSON number")
+
+
 # The C scanners ``json.loads`` runs, without ``JSONDecoder.decode``'s two
 # whitespace searches around them (half of a small envelope's decoding; set
 # by ``JSONDecoder.__init__``, which typeshed does not declare): one refuses
-# an object whose names repeat, the other (for text Soul cannot refuse,
-# ``repair``) lets the last of them win, as ``json.loads`` does.
+# an object whose names repeat and NaN or Infinity, the other (for text Soul
+# cannot refuse, ``repair``) takes them as ``json.loads`` does (the last of
+# the names wins).
 _STRICT_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(
-    object_pairs_hook=_one_each
+    object_pairs_hook=_one_each, parse_constant=_no_constant
 ).scan_once  # type: ignore[attr-defined]
 _LENIENT_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
@@ -227,7 +236,9 @@ def _decode(text: str, *, repair: bool) -> Any:
     if end == len(text) or (end >= 0 and not text[end:].strip(" \t\n\r")):
         return value
     # json.loads' own error (extra data, a BOM), or its value after whitespace
-    return json.loads(text, object_pairs_hook=None if repair else _one_each)
+    if repair:
+        return json.loads(text)
+    return json.loads(text, object_pairs_hook=_one_each, parse_constant=_no_constant)
 
 
 def loads(
@@ -243,8 +254,9 @@ def loads(
     """Decode JSON from an untrusted source; raise ``UntrustedInputError``.
 
     ``repair``: lone surrogates become U+FFFD instead of refusing the input,
-    and of an object's repeated names the last wins (for text Soul cannot
-    refuse, such as a model's reply); otherwise a repeated name is refused.
+    of an object's repeated names the last wins, and NaN and Infinity are
+    numbers (for text Soul cannot refuse, such as a model's reply); otherwise
+    a repeated name, NaN and Infinity are refused.
 
     Bytes must be UTF-8 (no overlong forms, no encoded surrogates); the size
     counts bytes. No string of the result holds a lone surrogate, no
