@@ -150,8 +150,9 @@ async def test_frames_wait_at_most_flush_bytes_for_the_turn() -> None:
     assert len(sink.writes) == 2
 
 
-async def test_a_paused_socket_queues_frames_in_order_up_to_the_limit() -> None:
-    outbox, sink, protocol, _ws = _outbox(queue_size=5)
+async def _paused(queue_size: int) -> tuple[Any, Any, Any]:
+    """Return an outbox whose socket paused writing after its first frame."""
+    outbox, sink, protocol, _ws = _outbox(queue_size=queue_size)
 
     def pause() -> None:
         if not protocol.writing_paused:
@@ -161,6 +162,11 @@ async def test_a_paused_socket_queues_frames_in_order_up_to_the_limit() -> None:
     outbox.put("first")
     await _turn()
     assert protocol.writing_paused
+    return outbox, sink, protocol
+
+
+async def test_a_paused_socket_queues_frames_in_order_up_to_the_limit() -> None:
+    outbox, sink, protocol = await _paused(queue_size=5)
     waiting = outbox.writer  # waits for the drain
     assert waiting is not None
     queued = [f"queued {n}" for n in range(5)]
@@ -181,16 +187,7 @@ async def test_a_paused_socket_queues_frames_in_order_up_to_the_limit() -> None:
 
 async def test_a_paused_socket_queues_at_most_send_queue_chars() -> None:
     """A client that stopped reading had Home Assistant keep 256 frames of 1 MiB."""
-    outbox, sink, protocol, _ws = _outbox(queue_size=256)
-
-    def pause() -> None:
-        if not protocol.writing_paused:
-            protocol.pause_writing()
-
-    sink.on_write = pause
-    outbox.put("first")
-    await _turn()
-    assert protocol.writing_paused
+    outbox, sink, protocol = await _paused(queue_size=256)
     big = "x" * (1024 * 1024)
     fits = transport.SEND_QUEUE_CHARS // len(big)
     for _ in range(fits):
