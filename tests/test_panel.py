@@ -315,6 +315,11 @@ async def test_chat_refusals_are_error_codes(
     reader = await hass_ws_client(hass, hass_read_only_access_token)
     answer = await _call(reader, {"type": "soul/chat", "text": "hi", "terminal_id": T})
     assert answer["error"]["code"] == "unauthorized"
+    # The panel says so before: a read-only user's souls say they may not chat.
+    listed = await _call(reader, {"type": "soul/souls/list"})
+    assert [s["may_chat"] for s in listed["result"]["souls"]] == [False]
+    listed = await _call(ws, {"type": "soul/souls/list"})
+    assert [s["may_chat"] for s in listed["result"]["souls"]] == [True]
 
 
 def test_invoke_stats_and_decision_log_are_bounded() -> None:

@@ -144,9 +144,9 @@ def _bodies_of(entry: SoulConfigEntry, soul_id: str) -> list[dict[str, Any]]:
 
 
 def _soul_view(
-    hass: HomeAssistant, entry: SoulConfigEntry, soul: Soul
+    hass: HomeAssistant, entry: SoulConfigEntry, soul: Soul, principal: Principal
 ) -> dict[str, Any]:
-    """Return one soul as the panel shows it."""
+    """Return one soul as the panel shows it to ``principal``."""
     hub = entry.runtime_data.souls
     snapshot = hub.snapshot(soul.soul_id)
     return {
@@ -159,6 +159,8 @@ def _soul_view(
         "at": None if snapshot is None else snapshot.at,
         "bodies": _bodies_of(entry, soul.soul_id),
         "user_emotion": _seen(hass).user_emotions.get(soul.soul_id),
+        # a read-only user sees the soul but may not talk to it (soul/chat)
+        "may_chat": principal.may_control,
     }
 
 
@@ -184,7 +186,12 @@ def ws_list_souls(
     principal = principal_of(connection.user)
     connection.send_result(
         msg["id"],
-        {"souls": [_soul_view(hass, entry, s) for s in _visible(entry, principal)]},
+        {
+            "souls": [
+                _soul_view(hass, entry, s, principal)
+                for s in _visible(entry, principal)
+            ]
+        },
     )
 
 
@@ -247,7 +254,13 @@ class _SoulStream:
         for soul in souls:
             self.last_push[soul.soul_id] = now
         self.waiting.clear()
-        self.send({"souls": [_soul_view(self.hass, self.entry, s) for s in souls]})
+        self.send(
+            {
+                "souls": [
+                    _soul_view(self.hass, self.entry, s, self.principal) for s in souls
+                ]
+            }
+        )
 
     @callback
     def soul_changed(self, event: SoulEvent) -> None:
@@ -287,7 +300,7 @@ class _SoulStream:
 
     def push(self, soul: Soul) -> None:
         self.last_push[soul.soul_id] = time.monotonic()
-        self.send({"soul": _soul_view(self.hass, self.entry, soul)})
+        self.send({"soul": _soul_view(self.hass, self.entry, soul, self.principal)})
 
 
 @websocket_api.websocket_command({vol.Required("type"): "soul/souls/subscribe"})

@@ -7,7 +7,8 @@ read-only user (``devtools.hostile.bootstrap``), and creates three souls:
 "Aria" (shared, bound to ``terminal-001``), "Dad's soul" (the owner's) and
 "Kid's soul" (the user's). ``browser`` is Chromium (``/usr/bin/chromium``)
 driven through Playwright's Python API; ``page_as(role)`` opens a page signed
-in as the owner or the user (their token where the frontend keeps it).
+in as the owner, the user or the read-only user ("admin", "user",
+"read_only": their token where the frontend keeps it).
 
 Screenshots go to ``$SOUL_SCREENSHOT_DIR`` (docs/screenshots/ to update the
 docs), else to a temporary folder. Everything is skipped, with the reason,
@@ -271,7 +272,11 @@ def soul_ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoulHA]:
         options = {"url": url, "bootstrap": tokens_file, "token": None}
         _run(bootstrap(argparse.Namespace(**options)))
         saved = read_json(tokens_file)
-        tokens = {"admin": saved["token"], "user": saved["user_token"]}
+        tokens = {
+            "admin": saved["token"],
+            "user": saved["user_token"],
+            "read_only": saved["readonly_token"],
+        }
         ha = SoulHA(url, tokens, {}, config, shots)
         _prepare(ha, f"http://127.0.0.1:{llm_port}/v1")
         yield ha

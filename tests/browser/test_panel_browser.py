@@ -180,6 +180,21 @@ async def test_an_override_in_a_chat_line_ends_with_it(
     await page.keyboard.press("Escape")
 
 
+async def test_a_read_only_user_is_told_before_sending(
+    soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
+) -> None:
+    """The Talk tab offered Send to a read-only user, whom the server refuses."""
+    page = await page_as("read_only")
+    await open_panel(page, soul_ha, "talk")
+    talk = page.locator("soul-panel #section-talk")
+    # (the shared soul the body's hint made; Aria is the owner's)
+    await talk.get_by_label("Soul", exact=True).select_option(label="friendly")
+    await expect(talk.get_by_role("note")).to_be_visible()
+    await expect(talk.get_by_role("note")).to_contain_text("read-only")
+    await expect(talk.get_by_role("button", name="Send")).to_be_disabled()
+    await expect(talk.get_by_label("Message", exact=True)).to_be_disabled()
+
+
 async def test_a_user_sees_only_their_souls(
     soul_ha: SoulHA, page_as: Callable[..., Awaitable[Page]]
 ) -> None:

@@ -660,6 +660,7 @@ class SoulPanel extends HTMLElement {
     if (!section) return;
     section.innerHTML = `<div class="card">
       <p class="muted">${esc(this._t("talk_hint"))}</p>
+      <p class="muted read-only" role="note" hidden>${esc(this._t("talk_read_only"))}</p>
       <div class="filters">
         <div class="field"><label for="talk-soul">${esc(this._t("soul"))}</label><select id="talk-soul"></select></div>
         <div class="field"><label for="talk-body">${esc(this._t("body"))}</label><select id="talk-body"></select></div>
@@ -706,7 +707,10 @@ class SoulPanel extends HTMLElement {
     section.querySelector("#talk-body").innerHTML = `<option value="">${esc(this._t("no_body"))}</option>${bodies
       .map((b) => `<option value="${esc(b.terminal_id)}" ${b.terminal_id === talk.body ? "selected" : ""}>${esc(b.terminal_id)} (${esc(this._t(b.connected ? "connected" : "disconnected"))})</option>`)
       .join("")}`;
-    section.querySelector(".send").disabled = talk.busy || !talk.soul;
+    const readOnly = soul?.may_chat === false;
+    section.querySelector(".read-only").hidden = !readOnly;
+    section.querySelector("#talk-text").disabled = readOnly;
+    section.querySelector(".send").disabled = talk.busy || !talk.soul || readOnly;
   }
 
   _renderTalkLog() {
@@ -723,7 +727,8 @@ class SoulPanel extends HTMLElement {
   async _send(textarea) {
     const talk = this._talk;
     const text = textarea.value.trim();
-    if (!text || talk.busy || !talk.soul) return;
+    const soul = this._souls.find((s) => s.soul_id === talk.soul);
+    if (!text || talk.busy || !talk.soul || soul?.may_chat === false) return;
     talk.busy = true;
     talk.messages.push({ from: "user", text });
     textarea.value = "";
