@@ -28,6 +28,9 @@ async def check_poisoned_storage(ctx: Context) -> None:
     async def soul_hint() -> Verdict:
         terminal_id = ctx.tid("hint")
         before = {s["soul_id"] for s in await ctx.souls_list()}
+        # Devices named before (an older Soul's names, cleaned to U+FFFD by
+        # entry 1.3) are not this input's doing.
+        known = {d["id"] for d in await ctx.devices()}
         poisoned = (
             json.dumps(good_skills(terminal_id))[:-1] + ', "soul_hint": "x\\ud800"}'
         )
@@ -38,7 +41,8 @@ async def check_poisoned_storage(ctx: Context) -> None:
         bad_names = [
             d.get("name")
             for d in await ctx.devices()
-            if any(
+            if d["id"] not in known
+            and any(
                 0xD800 <= ord(ch) <= 0xDFFF or ch == "\ufffd"
                 for ch in (d.get("name") or "") + (d.get("model") or "")
             )
