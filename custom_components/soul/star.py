@@ -244,17 +244,15 @@ class SoulAgents:
                 soul_id,
             )
             return
-        session_id = _session_id(sender)
         note = {
             "type": "event_note",
             "source": sender.identity.as_party(),
             "event": payload,
         }
         for session in self.entry.runtime_data.chat.sessions.values():
+            # (the sender's own Star session is its user's: one of these)
             if session.soul_id == soul_id and (
-                session.session_id == session_id
-                or principal.is_admin
-                or session.user_id == principal.user_id
+                principal.is_admin or session.user_id == principal.user_id
             ):
                 session.context.append(note)
 

@@ -404,8 +404,8 @@ class SoulHub:
         if decision.soul_id is not None:
             return decision
         # A soul the hint may not pick is not copied either: a same-named
-        # shared soul beside a user's private one would pass for it.
-        looks = name_key(decision.name or "")
+        # shared soul beside a user's private one would pass for it. (The new
+        # soul's name is the hint, upper-cased for a type: ``looks`` is its.)
         if any(
             looks in (soul.soul_id.casefold(), name_key(soul.name))
             for soul in self._souls.values()
