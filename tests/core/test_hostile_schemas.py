@@ -16,7 +16,7 @@ from jsonschema import validators
 from mcp import types
 import pytest
 
-from custom_components.soul.core import protocol, untrusted
+from custom_components.soul.core import json_schema, protocol, untrusted
 from custom_components.soul.core.json_schema import MAX_SCHEMA_BYTES
 from custom_components.soul.core.mcp.tools import parse_tools
 from custom_components.soul.core.protocol import (
@@ -463,3 +463,65 @@ def test_a_check_of_arguments_past_its_cpu_budget_reports_them_invalid() -> None
     assert skill.argument_errors(args(json.dumps({"a": [63] * 10_000}))) == [
         "(arguments): took longer than 20 ms to check against the schema"
     ]
+
+
+class _Clocks:
+    """Stand-in ``time`` for ``json_schema``: a wall clock and a CPU clock, set by hand."""
+
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.cpu = 0.0
+        self.cpu_reads = 0
+
+    def perf_counter(self) -> float:
+        return self.wall
+
+    def thread_time(self) -> float:
+        self.cpu_reads += 1
+        return self.cpu
+
+
+def test_a_check_that_fits_reads_the_cpu_clock_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``thread_time`` is a system call: a turn's check made one per keyword.
+
+    On a busy machine each system call between a turn's two messages let the
+    kernel run another process first (the check took 0.3-0.4 ms in Home
+    Assistant). The CPU clock is read when the check starts and again only
+    when the wall clock says the budget could be spent.
+    """
+    clocks = _Clocks()
+    monkeypatch.setattr(json_schema, "time", clocks)
+    skill = accepted(
+        {
+            "type": "object",
+            "properties": {
+                "mode": {"type": "string", "enum": ["on", "off"]},
+                "level": {"type": "integer", "minimum": 0, "maximum": 100},
+            },
+            "required": ["mode"],
+        }
+    )
+    assert skill.argument_errors({"mode": "on", "level": 3}) == []
+    assert clocks.cpu_reads == 1
+
+
+def test_a_check_preempted_past_its_budget_keeps_its_cpu_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Wall time past the budget is not CPU time: the check goes on until the CPU's is spent."""
+    clocks = _Clocks()
+    monkeypatch.setattr(json_schema, "time", clocks)
+    deadline = json_schema._CpuDeadline(0.02)
+    clocks.wall = 0.5  # preempted for half a second, 5 ms of CPU
+    clocks.cpu = 0.005
+    deadline.check()  # 15 ms of CPU are left
+    assert clocks.cpu_reads == 2
+    clocks.wall = 0.514  # 14 ms later on the wall: no need to read the CPU clock
+    deadline.check()
+    assert clocks.cpu_reads == 2
+    clocks.wall = 0.516
+    clocks.cpu = 0.0201  # the CPU's 20 ms are spent
+    with pytest.raises(json_schema._TooSlowError):
+        deadline.check()
