@@ -312,7 +312,7 @@ async def test_user_turn_moves_soul_and_publishes_once() -> None:
         await hub.user_turn("t9", "hi", "s")
 
 
-async def test_publish_failure_is_contained() -> None:
+async def test_publish_failure_is_contained(caplog: pytest.LogCaptureFixture) -> None:
     env = Env()
     hub = env.hub
     hub.set_souls([Soul("s1", "Aria", "ENFP")])
@@ -322,6 +322,16 @@ async def test_publish_failure_is_contained() -> None:
     await hub.tick()
     assert [t for t, *_ in env.sent] == ["soul/terminal/t1/emotion_update"]
     assert len(env.events[-1].published) == 1
+    # One line for the body that missed it, no traceback; a user turn's alike.
+    failed = [r for r in caplog.records if "Could not publish" in r.getMessage()]
+    assert [r.getMessage() for r in failed] == [
+        "Could not publish emotion_update to broken: broker gone"
+    ]
+    assert failed[0].exc_info is None
+    _, _snapshot = await hub.user_turn("broken", "hi", "s")
+    assert [r.getMessage() for r in caplog.records].count(
+        "Could not publish emotion_update to broken: broker gone"
+    ) == 2
 
 
 async def test_bad_recognizer_output_counts_as_neutral() -> None:
