@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 STDIO_SERVER = str(Path(__file__).resolve().with_name("stdio_server.py"))
+HOSTILE_SERVER = str(Path(__file__).resolve().with_name("hostile_server.py"))
 HTTP_SERVER = str(Path(__file__).resolve().with_name("http_server.py"))
 
 

@@ -1,9 +1,9 @@
 """One MCP server, kept connected: started, watched, restarted, stopped.
 
 ``McpConnection`` runs one supervisor task per server. Each attempt opens the
-transport — a child process for stdio (the SDK's ``stdio_client``: an argument
-list, never a shell; its stderr kept in a temporary file for the error
-message), streamable HTTP or SSE with the configured headers — initialises the
+transport — a child process for stdio (``stdio.bounded_stdio_client``: an
+argument list, never a shell; every message bounded before it is parsed; its
+stderr kept in a temporary file for the error message), streamable HTTP or SSE with the configured headers — initialises the
 session and lists the tools within ``connect_timeout``, then waits until it is
 stopped or the connection ends: the child's output closes (it died), a ping
 every ``ping_interval`` goes unanswered, or a call finds it closed. Then it
@@ -26,11 +26,11 @@ import anyio
 import httpx
 from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from ..logs import trace_logger
 from .config import ServerConfig
+from .stdio import McpMessageError, bounded_stdio_client
 from .tools import McpTool, parse_tools
 
 _LOGGER = trace_logger(__name__)
@@ -38,6 +38,7 @@ _LOGGER = trace_logger(__name__)
 CONNECT_TIMEOUT = 20.0
 CALL_TIMEOUT = 60.0
 PING_INTERVAL = 30.0
+LIST_INTERVAL = 10.0  # seconds between two listings of the tools a server asked for
 BACKOFF_MIN = 1.0
 BACKOFF_MAX = 60.0
 STABLE_AFTER = 60.0  # connected this long: the next failure starts the backoff anew
@@ -70,6 +71,7 @@ class McpConnection:
         connect_timeout: float = CONNECT_TIMEOUT,
         call_timeout: float = CALL_TIMEOUT,
         ping_interval: float = PING_INTERVAL,
+        list_interval: float = LIST_INTERVAL,
         backoff: tuple[float, float] = (BACKOFF_MIN, BACKOFF_MAX),
     ) -> None:
         """Describe the connection; ``start`` runs it."""
@@ -80,6 +82,7 @@ class McpConnection:
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
         self.ping_interval = ping_interval
+        self.list_interval = list_interval
         self._backoff = backoff
         self.status = STARTING
         self.tools: list[McpTool] = []
@@ -157,7 +160,7 @@ class McpConnection:
                     errlog = await self._run_blocking(tempfile.TemporaryFile, "w+")
                     stack.callback(errlog.close)
                     read, write = await stack.enter_async_context(
-                        stdio_client(
+                        bounded_stdio_client(
                             StdioServerParameters(
                                 command=self.config.command or "",
                                 args=list(self.config.args),
@@ -165,7 +168,8 @@ class McpConnection:
                                 cwd=self.config.cwd,
                                 encoding_error_handler="replace",
                             ),
-                            errlog=errlog,
+                            errlog,
+                            self._run_blocking,
                         )
                     )
                 elif self.config.transport == "sse":
@@ -221,6 +225,8 @@ class McpConnection:
                 message.root, types.ToolListChangedNotification
             ):
                 refresh.set()
+            elif isinstance(message, McpMessageError):
+                self._why = str(message)  # the stream ends next
             elif isinstance(message, Exception):
                 _LOGGER.debug("MCP server %s: %s", self.name, message)
 
@@ -247,28 +253,44 @@ class McpConnection:
     async def _watch(
         self, session: ClientSession, ended: asyncio.Event, refresh: asyncio.Event
     ) -> None:
-        """Wait for the end; list the tools again when told; ping now and then."""
+        """Wait for the end; list the tools again when told; ping now and then.
+
+        A server may say its tools changed as often as it likes: they are
+        listed again at once the first time, then at most once every
+        ``list_interval`` (a hostile server's notifications had Soul list
+        60,000 tools three times a second).
+        """
+        listed_at = float("-inf")
         while not ended.is_set() and not self._stop.is_set():
             waiter = asyncio.ensure_future(ended.wait())
-            refresher = asyncio.ensure_future(refresh.wait())
+            waits = {waiter}
+            timeout = self.ping_interval
+            hold = listed_at + self.list_interval - time.monotonic()
+            if refresh.is_set() and hold > 0:
+                timeout = min(timeout, hold)  # told already: list when it is time
+            else:
+                waits.add(asyncio.ensure_future(refresh.wait()))
             done, pending = await asyncio.wait(
-                {waiter, refresher}, timeout=self.ping_interval,
-                return_when=asyncio.FIRST_COMPLETED,
-            )  # fmt: skip
+                waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
             for task in pending:
                 task.cancel()
             if ended.is_set() or self._stop.is_set():
                 return
             try:
                 with anyio.fail_after(self.connect_timeout):
-                    if refresher in done:
+                    if (
+                        refresh.is_set()
+                        and time.monotonic() >= listed_at + self.list_interval
+                    ):
                         refresh.clear()
+                        listed_at = time.monotonic()
                         await self._list_tools(session)
                         self._on_change(self)
                     elif not done:
                         await session.send_ping()
             except Exception as err:  # noqa: BLE001 - the connection is gone
-                self._why = describe(err)
+                self._why = self._why or describe(err)
                 return
 
     async def _list_tools(self, session: ClientSession) -> None:
@@ -332,12 +354,12 @@ class McpConnection:
             ) from err
         except McpError as err:
             if "closed" in str(err).lower() and self._ended is not None:
-                self._why = "the server closed the connection"
+                self._why = self._why or "the server closed the connection"
                 self._ended.set()
             raise McpCallError(describe(err)) from err
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as err:
             if self._ended is not None:
-                self._why = "the server closed the connection"
+                self._why = self._why or "the server closed the connection"
                 self._ended.set()
             raise McpCallError(f"the MCP server {self.name} went away") from err
 

@@ -113,7 +113,10 @@ def parse_tools(
 def result_text(content: Iterable[Any], structured: Any = None) -> str:
     """Return a tool result's parts as the one text the model reads."""
     parts: list[str] = []
+    length = -1  # of the parts joined by line feeds
     for part in content:
+        if length > MAX_RESULT_CHARS:
+            break  # the rest would be cut off anyway
         if isinstance(part, types.TextContent):
             parts.append(part.text)
         elif isinstance(part, types.ImageContent | types.AudioContent):
@@ -131,6 +134,9 @@ def result_text(content: Iterable[Any], structured: Any = None) -> str:
                 )
         elif isinstance(part, types.ResourceLink):
             parts.append(f"[resource link {part.uri}: {part.name}]")
+        else:
+            continue
+        length += len(parts[-1]) + 1
     if not parts and structured is not None:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
     text = "\n".join(parts)

@@ -1,0 +1,146 @@
+"""Soul's stdio transport against a real MCP server that floods its client.
+
+The server is tests/mcp_servers/hostile_server.py (written with the SDK).
+Found by a black-box run (2026-11-28): the SDK's transport parsed every
+message on the event loop without a bound, and Soul listed the tools again at
+every ``notifications/tools/list_changed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+import json
+import sys
+import time
+from typing import Any
+
+import httpx
+from mcp import types
+import pydantic
+import pytest
+
+from custom_components.soul.core import untrusted
+from custom_components.soul.core.mcp.config import parse_config
+from custom_components.soul.core.mcp.connection import (
+    CONNECTED,
+    FAILED,
+    McpCallError,
+    McpConnection,
+)
+from custom_components.soul.core.mcp.stdio import (
+    MAX_MESSAGE_BYTES,
+    MAX_MESSAGE_VALUES,
+    McpMessageError,
+    decode_message,
+)
+from tests.mcp_servers.processes import HOSTILE_SERVER, child_processes
+
+
+async def _in_thread(fn: Any, *args: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+async def _until(check: Any, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def hostile() -> AsyncIterator[McpConnection]:
+    config = parse_config(
+        {"mcpServers": {"flood": {"command": sys.executable, "args": [HOSTILE_SERVER]}}}
+    )["flood"]
+    connection = McpConnection(
+        config,
+        run_blocking=_in_thread,
+        http_client=lambda headers, timeout: httpx.AsyncClient(
+            headers=headers, timeout=timeout
+        ),
+        backoff=(30.0, 60.0),  # a failed attempt is not retried within a test
+        list_interval=0.5,
+    )
+    connection.start(asyncio.ensure_future)
+    await _until(lambda: connection.status == CONNECTED)
+    yield connection
+    await connection.stop()
+    assert child_processes(HOSTILE_SERVER) == {}
+
+
+def _text(result: types.CallToolResult) -> str:
+    part = result.content[0]
+    assert isinstance(part, types.TextContent)
+    return part.text
+
+
+async def test_notifications_do_not_make_a_listing_each(
+    hostile: McpConnection,
+) -> None:
+    """200 notifications at once: one listing at once, then one per interval."""
+    assert _text(await hostile.call("calls", {})) == "1"  # connecting lists them
+    assert _text(await hostile.call("notify", {"times": 200})) == "sent"
+    await asyncio.sleep(1.3)  # the interval is 0.5 s
+    listed = int(_text(await hostile.call("calls", {})))
+    assert 2 <= listed <= 4, listed  # 201 before
+
+
+async def test_a_tool_list_of_too_many_values_ends_the_connection(
+    hostile: McpConnection,
+) -> None:
+    # About three values a tool: 6,000 tools are over the bound.
+    assert _text(await hostile.call("grow_many", {"count": 6000})) == "grown"
+    await _until(lambda: hostile.status == FAILED)
+    assert hostile.error == (
+        f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
+    )
+    assert hostile.tools == []
+
+
+async def test_a_result_of_too_many_parts_fails_the_call(
+    hostile: McpConnection,
+) -> None:
+    result = await hostile.call("parts", {"count": 500})
+    assert len(result.content) == 500
+    with pytest.raises(McpCallError):
+        await hostile.call("parts", {"count": MAX_MESSAGE_VALUES})
+    await _until(lambda: hostile.status == FAILED)
+    assert "more than" in (hostile.error or "")
+
+
+async def test_a_message_decodes_as_the_sdk_reads_it() -> None:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {
+            "tools": [
+                {"name": f"t{n}", "inputSchema": {"type": "object"}}
+                for n in range(2000)  # over LOOP_JSON_VALUES: decoded in a thread
+            ]
+        },
+    }
+    line = json.dumps(message).encode()
+    assert not untrusted.decodes_on_loop(line)
+    decoded = await decode_message(line, _in_thread)
+    assert not isinstance(decoded, Exception)
+    assert decoded.message == types.JSONRPCMessage.model_validate_json(line)
+    small = await decode_message(
+        b'{"jsonrpc": "2.0", "method": "a\\ud800"}', _in_thread
+    )
+    assert not isinstance(small, Exception)
+    assert small.message.root.method == "a\ufffd"  # type: ignore[union-attr]
+
+
+async def test_what_is_not_a_message_is_handed_to_the_session() -> None:
+    for line in (b"not json", b'{"jsonrpc": "2.0"}', b"\xff\xfe{"):
+        decoded = await decode_message(line, _in_thread)
+        assert isinstance(
+            decoded, untrusted.UntrustedInputError | pydantic.ValidationError
+        ), decoded
+    with pytest.raises(McpMessageError, match="values"):
+        await decode_message(
+            b"[" + b"0," * (MAX_MESSAGE_VALUES + 1) + b"0]", _in_thread
+        )
+    with pytest.raises(McpMessageError, match="larger"):
+        await decode_message(b'"' + b"a" * MAX_MESSAGE_BYTES + b'"', _in_thread)

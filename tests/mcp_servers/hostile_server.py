@@ -1,0 +1,78 @@
+"""An MCP server over stdio that floods its client, for the bounds of Soul's transport.
+
+Run it as a script: ``python /abs/path/tests/mcp_servers/hostile_server.py``.
+Tools (written with the SDK's FastMCP):
+
+- ``notify(times: int)``: sends ``notifications/tools/list_changed`` ``times``
+  times, then answers ``"sent"``.
+- ``grow_many(count: int)``: registers ``count`` more tools (``t0``, ``t1``, …),
+  notifies the client that the list changed, answers ``"grown"``: a tool list
+  of ``count`` tools is one message of about three values a tool.
+- ``parts(count: int)``: answers ``count`` text parts ``"p0"``, ``"p1"``, ….
+- ``calls()``: how many times ``tools/list`` was asked for, as text.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mcp import types
+from mcp.server.fastmcp import Context, FastMCP
+
+
+def main() -> int:
+    server = FastMCP("soul-test-hostile")
+    listed = [0]
+    list_tools = server.list_tools
+
+    async def counted_list_tools() -> list[types.Tool]:
+        listed[0] += 1
+        return await list_tools()
+
+    server._mcp_server.list_tools()(counted_list_tools)
+
+    async def changed(ctx: Context) -> None:  # type: ignore[type-arg]
+        await ctx.session.send_notification(
+            types.ServerNotification(
+                types.ToolListChangedNotification(
+                    method="notifications/tools/list_changed"
+                )
+            ),
+            related_request_id=ctx.request_id,
+        )
+
+    @server.tool()
+    async def notify(ctx: Context, times: int) -> str:  # type: ignore[type-arg]
+        """Say that the tool list changed ``times`` times."""
+        for _ in range(times):
+            await changed(ctx)
+        return "sent"
+
+    @server.tool()
+    async def grow_many(ctx: Context, count: int) -> str:  # type: ignore[type-arg]
+        """Add ``count`` tools and say that the tool list changed."""
+
+        def echo(x: str) -> str:
+            return x
+
+        for number in range(count):
+            server.add_tool(echo, name=f"t{number}", description="d")
+        await changed(ctx)
+        return "grown"
+
+    @server.tool(structured_output=False)
+    def parts(count: int) -> list[types.ContentBlock]:
+        """``count`` text parts."""
+        return [types.TextContent(type="text", text=f"p{n}") for n in range(count)]
+
+    @server.tool()
+    def calls() -> str:
+        """How many times the tools were listed."""
+        return str(listed[0])
+
+    server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
