@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Callable
+import time
 
+from aiohttp import web
 import pytest
 
 from custom_components.soul.core.llm import (
+    DEADLINE_TIMEOUTS,
     LLMAuthError,
     LLMConnectionError,
     LLMEndpoint,
@@ -96,3 +100,58 @@ async def test_a_page_that_is_no_completion_is_a_response_error(
     fake_llm.raw(body, content_type)
     with pytest.raises(LLMResponseError):
         await make_llm(fake_llm.base_url).chat([{"role": "user", "content": "hi"}])
+
+
+@pytest.fixture
+async def dripping_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
+    """An endpoint that answers with a byte every 50 ms, forever (real HTTP)."""
+
+    async def drip(request: web.Request) -> web.StreamResponse:
+        streamed = (await request.json()).get("stream", False)
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream" if streamed else "application/json"
+            }
+        )
+        await response.prepare(request)
+        first = b'data: {"choices": [{"delta": {"content": "' if streamed else b"{"
+        await response.write(first)
+        while True:  # until the client goes away
+            await asyncio.sleep(0.05)
+            await response.write(b" ")
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", drip)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield f"http://127.0.0.1:{port}/v1"
+    await runner.cleanup()
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_an_endpoint_that_drips_is_cut_off(
+    dripping_endpoint: str,
+    make_llm: Callable[..., OpenAICompatibleLLM],
+    streamed: bool,
+) -> None:
+    """A byte every 50 ms never lets the 0.3 s timeout run out; the deadline does.
+
+    A hostile model dripping a byte a second held a turn for 200 s (black box,
+    2026-11-28).
+    """
+    llm = make_llm(dripping_endpoint)
+    messages = [{"role": "user", "content": "hi"}]
+
+    async def ask() -> None:
+        if streamed:
+            async for _piece in llm.stream(messages, timeout=0.3):
+                pass
+        else:
+            await llm.chat(messages, timeout=0.3)
+
+    started = time.monotonic()
+    with pytest.raises(LLMConnectionError, match="did not finish its answer within"):
+        await ask()
+    assert time.monotonic() - started < DEADLINE_TIMEOUTS * 0.3 + 0.5

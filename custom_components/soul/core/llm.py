@@ -24,6 +24,10 @@ MAX_TOOL_NAME = 128
 MAX_COMPLETION_BYTES = 2 * 1024 * 1024  # one chat completion, as read from the wire
 MAX_EVENT_BYTES = 256 * 1024  # one server-sent event of a streamed completion
 MAX_STREAM_CALLS = 32  # tool calls assembled from one streamed completion
+# A completion, its one retry included, ends within this many times its
+# timeout: the timeout bounds each wait, and an endpoint that drips a byte a
+# second never lets one run out (a hostile model held a turn 200 s).
+DEADLINE_TIMEOUTS = 2
 
 
 class LLMError(Exception):
@@ -150,9 +154,12 @@ class OpenAICompatibleLLM:
         # untrusted JSON (off the event loop when large): a hostile or broken
         # endpoint can neither flood memory nor hold the loop.
         try:
-            async with client.chat.completions.with_streaming_response.create(
-                **kwargs
-            ) as response:
+            async with (
+                asyncio.timeout(DEADLINE_TIMEOUTS * timeout),
+                client.chat.completions.with_streaming_response.create(
+                    **kwargs
+                ) as response,
+            ):
                 body = bytearray()
                 async for chunk in response.iter_bytes():
                     body += chunk
@@ -160,6 +167,8 @@ class OpenAICompatibleLLM:
                         raise LLMResponseError(
                             f"the completion is larger than {MAX_COMPLETION_BYTES} bytes"
                         )
+        except TimeoutError:
+            raise LLMConnectionError(_late(timeout)) from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise LLMAuthError(str(err)) from err
         except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
@@ -213,11 +222,16 @@ class OpenAICompatibleLLM:
         if response_format is not None:
             kwargs["response_format"] = response_format
         assembly = _Assembly()
+        # Checked at every chunk, not a timeout around the stream: the caller
+        # runs between the pieces, and a timeout would cancel the caller.
+        deadline = asyncio.get_running_loop().time() + DEADLINE_TIMEOUTS * timeout
         try:
             async with client.chat.completions.with_streaming_response.create(
                 **kwargs
             ) as response:
-                async for event in _server_sent_events(response.iter_bytes()):
+                async for event in _server_sent_events(
+                    _until(response.iter_bytes(), deadline, timeout)
+                ):
                     if (piece := assembly.add(event)) is not None:
                         yield piece
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
@@ -227,6 +241,24 @@ class OpenAICompatibleLLM:
         except openai.OpenAIError as err:
             raise LLMConnectionError(str(err)) from err
         yield assembly.reply()
+
+
+def _late(timeout: float) -> str:
+    return (
+        "the endpoint did not finish its answer within "
+        f"{DEADLINE_TIMEOUTS * timeout:g} s"
+    )
+
+
+async def _until(
+    chunks: AsyncIterator[bytes], deadline: float, timeout: float
+) -> AsyncIterator[bytes]:
+    """Yield ``chunks`` until the loop's clock passes ``deadline``."""
+    loop = asyncio.get_running_loop()
+    async for chunk in chunks:
+        if loop.time() > deadline:
+            raise LLMConnectionError(_late(timeout))
+        yield chunk
 
 
 async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[Any]:
