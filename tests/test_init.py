@@ -72,6 +72,35 @@ async def test_repair_cleared_when_mqtt_returns(
     assert ir.async_get(hass).async_get_issue(DOMAIN, "mqtt_not_configured") is None
 
 
+async def test_diagnostics_redact_a_password_in_the_endpoint(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    mqtt_mock: Any,
+    fake_llm: FakeOpenAI,
+) -> None:
+    """A user and password in the model's address stayed in diagnostics (black box)."""
+    url = (
+        fake_llm.base_url.replace("http://", "http://bob:pw-secret@") + "?key=q-secret"
+    )
+    options = {
+        CONF_TOPIC_PREFIX: "soul",
+        CONF_LLM_BASE_URL: url,
+        CONF_MEMORY_BACKEND: "none",
+        CONF_LLM_MODEL: DEFAULT_MODEL,
+    }
+    entry = MockConfigEntry(domain=DOMAIN, data={}, options=options)
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert await async_setup_component(hass, "diagnostics", {})
+
+    diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
+    assert "pw-secret" not in str(diagnostics)
+    assert "q-secret" not in str(diagnostics)
+    hidden = fake_llm.base_url.replace("http://", "http://**REDACTED**@")
+    assert diagnostics["data"][CONF_LLM_BASE_URL] == hidden + "?**REDACTED**"
+    assert diagnostics["llm"]["base_url"] == hidden + "?**REDACTED**"
+
+
 async def test_diagnostics_redact_the_api_key(
     hass: HomeAssistant,
     hass_client: ClientSessionGenerator,

@@ -90,6 +90,7 @@ from .core import untrusted
 from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
 from .core.llm import LLMAuthError, LLMConnectionError
 from .core.mcp.config import McpConfigError, config_data, dump_config, parse_config
+from .core.redaction import redact_url
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .mcp_servers import mcp_servers
 from .models import SoulConfigEntry
@@ -264,7 +265,7 @@ async def _async_validate_endpoint(
     except LLMAuthError:
         errors["base"] = "invalid_auth"
     except LLMConnectionError as err:
-        LOGGER.debug("LLM endpoint %s failed: %s", endpoint.base_url, err)
+        LOGGER.debug("LLM endpoint %s failed: %s", redact_url(endpoint.base_url), err)
         errors["base"] = "cannot_connect"
     except Exception:  # noqa: BLE001
         LOGGER.exception("Unexpected error while checking the LLM endpoint")

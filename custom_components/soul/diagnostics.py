@@ -7,14 +7,31 @@ from typing import Any
 from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.core import HomeAssistant
 
-from .const import CONF_LLM_API_KEY, CONF_MCP_CONFIG, CONF_MEM0_API_KEY
+from .const import (
+    CONF_LLM_API_KEY,
+    CONF_LLM_BASE_URL,
+    CONF_MCP_CONFIG,
+    CONF_MEM0_API_KEY,
+    CONF_MEM0_URL,
+)
 from .core.memory import MemoryBackendError
+from .core.redaction import redact_url
 from .helpers import entry_settings
 from .memory import memory_backend_name
 from .models import SoulConfigEntry
 
 TO_REDACT = {CONF_LLM_API_KEY, CONF_MEM0_API_KEY}
 TO_REDACT_OPTIONS = {*TO_REDACT, CONF_MCP_CONFIG}
+# Addresses may hold a user, a password or a token in the query.
+URLS = (CONF_LLM_BASE_URL, CONF_MEM0_URL)
+
+
+def _redacted(settings: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    redacted = async_redact_data(settings, keys)
+    for key in URLS:
+        if isinstance(url := redacted.get(key), str) and url:
+            redacted[key] = redact_url(url)
+    return redacted
 
 
 async def async_get_config_entry_diagnostics(
@@ -35,14 +52,14 @@ async def async_get_config_entry_diagnostics(
             except MemoryBackendError as err:
                 counts[user] = f"error: {err}"
     return {
-        "data": async_redact_data(dict(entry.data), TO_REDACT),
+        "data": _redacted(dict(entry.data), TO_REDACT),
         # The MCP configuration holds secrets (env, headers): see "mcp".
-        "options": async_redact_data(dict(entry.options), TO_REDACT_OPTIONS),
+        "options": _redacted(dict(entry.options), TO_REDACT_OPTIONS),
         "topic_prefix": runtime.topic_prefix,
         "llm": None
         if runtime.llm is None
         else {
-            "base_url": runtime.llm.endpoint.base_url,
+            "base_url": redact_url(runtime.llm.endpoint.base_url),
             "model": runtime.llm.endpoint.model,
             "api_key_set": bool(runtime.llm.endpoint.api_key),
         },

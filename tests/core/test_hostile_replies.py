@@ -149,5 +149,5 @@ def test_a_good_mcp_url_still_reads_and_redacts() -> None:
         {"mcpServers": {"s": {"url": "https://u:p@[::1]:8443/mcp?token=x"}}}
     )
     assert servers["s"].redacted()["url"] == (
-        "https://**REDACTED**@::1:8443/mcp?**REDACTED**"
+        "https://**REDACTED**@[::1]:8443/mcp?**REDACTED**"
     )

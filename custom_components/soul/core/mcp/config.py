@@ -25,6 +25,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .. import untrusted
+from ..redaction import REDACTED, redact_url
 
 MAX_SERVERS = 16
 MAX_CONFIG_BYTES = 64 * 1024
@@ -75,12 +76,12 @@ class ServerConfig:
                 "transport": self.transport,
                 "command": self.command,
                 "args": list(self.args),
-                "env": dict.fromkeys(self.env, "**REDACTED**"),
+                "env": dict.fromkeys(self.env, REDACTED),
             }
         return {
             "transport": self.transport,
-            "url": _redact_url(self.url or ""),
-            "headers": dict.fromkeys(self.headers, "**REDACTED**"),
+            "url": redact_url(self.url or ""),
+            "headers": dict.fromkeys(self.headers, REDACTED),
         }
 
 
@@ -219,19 +220,6 @@ def _pairs(value: Any, where: str, key_re: re.Pattern[str]) -> dict[str, str]:
             )
         pairs[key] = item
     return pairs
-
-
-def _redact_url(url: str) -> str:
-    """Hide a URL's password and query (tokens often travel there)."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    if parts.username:
-        netloc = f"**REDACTED**@{netloc}"
-    return parts._replace(
-        netloc=netloc, query="**REDACTED**" if parts.query else ""
-    ).geturl()
 
 
 def dump_config(servers: Mapping[str, ServerConfig]) -> str:
