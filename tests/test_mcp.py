@@ -276,6 +276,14 @@ async def test_a_server_that_cannot_start_raises_a_repair_issue(
     assert "command not found" in issue.translation_placeholders["error"]
     state = hass.states.get("binary_sensor.soul_mcp_server_missing")
     assert state is not None and state.state == STATE_OFF
+    # What a server prints to stderr (its environment, a token…) is for the
+    # administrators' repair issue, not for an entity every user reads.
+    issue = issues.async_get_issue(DOMAIN, broken_issue)
+    assert issue is not None and issue.translation_placeholders is not None
+    assert "exiting at start" in issue.translation_placeholders["error"]
+    state = hass.states.get("binary_sensor.soul_mcp_server_broken")
+    assert state is not None and state.attributes["last_error"]
+    assert "exiting at start" not in state.attributes["last_error"]
     # The working servers work meanwhile.
     await until(
         lambda: (s := hass.states.get(LOCAL)) is not None and s.state == STATE_ON

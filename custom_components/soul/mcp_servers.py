@@ -94,7 +94,15 @@ def _changed(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
                 translation_key=ISSUE_MCP_SERVER_FAILED,
                 translation_placeholders={
                     "server": name,
-                    "error": (connection.error or "")[:300],
+                    # Administrators only see repairs: the server's stderr too.
+                    "error": (
+                        (connection.error or "")[:300]
+                        + (
+                            f"; stderr: {connection.stderr}"
+                            if connection.stderr
+                            else ""
+                        )
+                    ),
                 },
             )
         elif connection.status == CONNECTED:

@@ -228,6 +228,10 @@ async def test_servers_that_never_answer_or_cannot_start(
         assert "no answer in time" in errors["silent_http"]
         assert "command not found" in errors["missing"]
         assert errors["broken"]
+        # stderr apart from the error (entities and diagnostics show the error).
+        assert "exiting at start" not in errors["broken"]
+        assert "exiting at start" in (hub.connections["broken"].stderr or "")
+        assert "exiting at start" not in str(hub.diagnostics())
         assert hub.tool_set() is None
         # The event loop kept running while they hung: about 100 ticks a second.
         assert ticks > 20

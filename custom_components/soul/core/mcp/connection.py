@@ -28,6 +28,7 @@ from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from .. import untrusted
 from ..logs import trace_logger
 from .config import ServerConfig
 from .stdio import McpMessageError, bounded_stdio_client
@@ -88,6 +89,11 @@ class McpConnection:
         self.tools: list[McpTool] = []
         self.skipped: list[str] = []
         self.error: str | None = None
+        # The end of what a stdio server wrote to stderr when its last attempt
+        # failed. Apart from ``error``: a server may print anything there (its
+        # environment, a token), so it goes to the log and the repair issue,
+        # which administrators read, not to entities or diagnostics.
+        self.stderr: str | None = None
         self.attempts = 0
         self.connects = 0
         self.server_info: str | None = None
@@ -137,7 +143,12 @@ class McpConnection:
                 if self._stop.is_set():
                     break
                 self._set(FAILED, describe(err))
-                _LOGGER.info("MCP server %s: %s", self.name, self.error)
+                _LOGGER.info(
+                    "MCP server %s: %s%s",
+                    self.name,
+                    self.error,
+                    f"; stderr: {self.stderr}" if self.stderr else "",
+                )
             else:
                 if self._stop.is_set():
                     break
@@ -195,9 +206,7 @@ class McpConnection:
                 await self._serve(read, write)
             except BaseException as err:
                 if errlog is not None and not isinstance(err, asyncio.CancelledError):
-                    tail = await self._run_blocking(_tail, errlog)
-                    if tail:
-                        raise McpCallError(f"{describe(err)}; stderr: {tail}") from err
+                    self.stderr = await self._run_blocking(_tail, errlog) or None
                 raise
 
     async def _serve(self, read: Any, write: Any) -> None:
@@ -326,6 +335,8 @@ class McpConnection:
     def _set(self, status: str, error: str | None) -> None:
         changed = (status, error) != (self.status, self.error)
         self.status, self.error = status, error
+        if status == CONNECTED:
+            self.stderr = None
         if status in (FAILED, STOPPED):
             self.tools = []
         if changed:
@@ -379,11 +390,13 @@ def describe(err: BaseException) -> str:
 
 
 def _tail(errlog: TextIO) -> str:
-    """Return the end of what the child wrote to stderr (executor)."""
+    """Return the end of what the child wrote to stderr, as one line (executor)."""
     try:
         errlog.flush()
         errlog.seek(0)
         text = errlog.read()
     except (OSError, ValueError):
         return ""
-    return " ".join(text[-STDERR_TAIL:].split())
+    return untrusted.clean(
+        " ".join(text[-STDERR_TAIL:].split()), STDERR_TAIL, multiline=False
+    )
