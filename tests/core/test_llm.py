@@ -155,3 +155,35 @@ async def test_an_endpoint_that_drips_is_cut_off(
     with pytest.raises(LLMConnectionError, match="did not finish its answer within"):
         await ask()
     assert time.monotonic() - started < DEADLINE_TIMEOUTS * 0.3 + 0.5
+
+
+@pytest.fixture
+async def broken_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
+    """An endpoint that answers 500 with a page of control characters (real HTTP)."""
+
+    async def broken(_request: web.Request) -> web.Response:
+        return web.Response(
+            status=500,
+            body="boom\x00\u202eevil\nINFO forged line".encode(),
+            content_type="text/plain",
+        )
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", broken)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield f"http://127.0.0.1:{port}/v1"
+    await runner.cleanup()
+
+
+async def test_an_error_page_becomes_one_clean_line(
+    broken_endpoint: str, make_llm: Callable[..., OpenAICompatibleLLM]
+) -> None:
+    """An error page's NUL bytes and overrides went into Home Assistant's log (black box)."""
+    with pytest.raises(LLMConnectionError) as caught:
+        await make_llm(broken_endpoint).chat([{"role": "user", "content": "hi"}])
+    said = str(caught.value)
+    assert "boom" in said
+    assert not {"\x00", "\u202e", "\n"} & set(said), said

@@ -28,6 +28,7 @@ MAX_STREAM_CALLS = 32  # tool calls assembled from one streamed completion
 # timeout: the timeout bounds each wait, and an endpoint that drips a byte a
 # second never lets one run out (a hostile model held a turn 200 s).
 DEADLINE_TIMEOUTS = 2
+MAX_ERROR_TEXT = 500  # characters of an endpoint's error kept in Soul's errors
 
 
 class LLMError(Exception):
@@ -124,9 +125,9 @@ class OpenAICompatibleLLM:
                     max_tokens=1,
                 )
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
-            raise LLMAuthError(str(err)) from err
+            raise LLMAuthError(_said(err)) from err
         except openai.OpenAIError as err:
-            raise LLMConnectionError(str(err)) from err
+            raise LLMConnectionError(_said(err)) from err
 
     async def chat(
         self,
@@ -170,11 +171,11 @@ class OpenAICompatibleLLM:
         except TimeoutError:
             raise LLMConnectionError(_late(timeout)) from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
-            raise LLMAuthError(str(err)) from err
+            raise LLMAuthError(_said(err)) from err
         except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
-            raise LLMRequestRejectedError(str(err)) from err
+            raise LLMRequestRejectedError(_said(err)) from err
         except openai.OpenAIError as err:
-            raise LLMConnectionError(str(err)) from err
+            raise LLMConnectionError(_said(err)) from err
         decode = functools.partial(
             untrusted.loads,
             bytes(body),
@@ -235,12 +236,21 @@ class OpenAICompatibleLLM:
                     if (piece := assembly.add(event)) is not None:
                         yield piece
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
-            raise LLMAuthError(str(err)) from err
+            raise LLMAuthError(_said(err)) from err
         except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
-            raise LLMRequestRejectedError(str(err)) from err
+            raise LLMRequestRejectedError(_said(err)) from err
         except openai.OpenAIError as err:
-            raise LLMConnectionError(str(err)) from err
+            raise LLMConnectionError(_said(err)) from err
         yield assembly.reply()
+
+
+def _said(err: Exception) -> str:
+    """Return an endpoint's error as one clean line: its body may hold anything.
+
+    An error page's NUL bytes and bidi overrides went into Home Assistant's
+    log as they came (black-box run, 2026-11-28).
+    """
+    return untrusted.clean(str(err), MAX_ERROR_TEXT, multiline=False)
 
 
 def _late(timeout: float) -> str:
