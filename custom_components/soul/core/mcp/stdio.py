@@ -131,16 +131,17 @@ async def bounded_stdio_client(
     ) -> None:
         pending = bytearray()
         async for chunk in stdout:
+            # Only the new bytes can end a line: a long line is scanned once.
+            start, searched = 0, len(pending)
             pending += chunk
-            start = 0
-            while (end := pending.find(b"\n", start)) >= 0:
+            while (end := pending.find(b"\n", searched)) >= 0:
                 message = await decode_message(
                     bytes(pending[start:end]),
                     run_blocking,
                     server.encoding_error_handler,
                 )
                 await messages.send(message)
-                start = end + 1
+                start = searched = end + 1
             del pending[:start]
             if len(pending) > MAX_MESSAGE_BYTES:
                 raise McpMessageError(
