@@ -1,6 +1,8 @@
 """An MCP server over stdio that floods its client, for the bounds of Soul's transport.
 
-Run it as a script: ``python /abs/path/tests/mcp_servers/hostile_server.py``.
+Run it as a script: ``python /abs/path/tests/mcp_servers/hostile_server.py
+[--tools N] [--deep N]``: ``--tools`` starts with ``N`` more tools (``t0``, …),
+``--deep`` with a tool ``deep`` whose input schema nests ``N`` objects.
 Tools (written with the SDK's FastMCP):
 
 - ``notify(times: int)``: sends ``notifications/tools/list_changed`` ``times``
@@ -14,13 +16,26 @@ Tools (written with the SDK's FastMCP):
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Any
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tools", type=int, default=0)
+    parser.add_argument("--deep", type=int, default=0)
+    args = parser.parse_args()
     server = FastMCP("soul-test-hostile")
     listed = [0]
     list_tools = server.list_tools
@@ -69,6 +84,20 @@ def main() -> int:
     def calls() -> str:
         """How many times the tools were listed."""
         return str(listed[0])
+
+    def echo(x: str) -> str:
+        return x
+
+    for number in range(args.tools):
+        server.add_tool(echo, name=f"t{number}", description="d")
+    if args.deep:
+        deep = types.Tool(name="deep", inputSchema=_nested(args.deep))
+        base_list = counted_list_tools
+
+        async def with_deep() -> list[types.Tool]:
+            return [*await base_list(), deep]
+
+        server._mcp_server.list_tools()(with_deep)
 
     server.run("stdio")
     return 0

@@ -48,12 +48,15 @@ async def _until(check: Any, timeout: float = 15.0) -> None:
         await asyncio.sleep(0.02)
 
 
-@pytest.fixture
-async def hostile() -> AsyncIterator[McpConnection]:
+def _connection(*args: str) -> McpConnection:
     config = parse_config(
-        {"mcpServers": {"flood": {"command": sys.executable, "args": [HOSTILE_SERVER]}}}
+        {
+            "mcpServers": {
+                "flood": {"command": sys.executable, "args": [HOSTILE_SERVER, *args]}
+            }
+        }
     )["flood"]
-    connection = McpConnection(
+    return McpConnection(
         config,
         run_blocking=_in_thread,
         http_client=lambda headers, timeout: httpx.AsyncClient(
@@ -62,11 +65,41 @@ async def hostile() -> AsyncIterator[McpConnection]:
         backoff=(30.0, 60.0),  # a failed attempt is not retried within a test
         list_interval=0.5,
     )
+
+
+@pytest.fixture
+async def hostile() -> AsyncIterator[McpConnection]:
+    connection = _connection()
     connection.start(asyncio.ensure_future)
     await _until(lambda: connection.status == CONNECTED)
     yield connection
     await connection.stop()
     assert child_processes(HOSTILE_SERVER) == {}
+
+
+async def test_a_first_tool_list_of_too_many_values_says_so() -> None:
+    connection = _connection("--tools", "6000")
+    connection.start(asyncio.ensure_future)
+    try:
+        await _until(lambda: connection.status == FAILED)
+        assert connection.error == (
+            f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
+        )
+    finally:
+        await connection.stop()
+    assert child_processes(HOSTILE_SERVER) == {}
+
+
+async def test_a_tool_nested_too_deep_leaves_out_only_itself() -> None:
+    connection = _connection("--deep", "60")
+    connection.start(asyncio.ensure_future)
+    try:
+        await _until(lambda: connection.status == CONNECTED)
+        names = {tool.name for tool in connection.tools}
+        assert "flood__notify" in names and "flood__deep" not in names
+        assert any("deep" in why for why in connection.skipped)
+    finally:
+        await connection.stop()
 
 
 def _text(result: types.CallToolResult) -> str:

@@ -142,7 +142,9 @@ class McpConnection:
             except Exception as err:  # noqa: BLE001 - any failure is retried
                 if self._stop.is_set():
                     break
-                self._set(FAILED, describe(err))
+                # Why the transport ended, when it said (a refused message),
+                # rather than what that did to the request waiting then.
+                self._set(FAILED, self._why or describe(err))
                 _LOGGER.info(
                     "MCP server %s: %s%s",
                     self.name,

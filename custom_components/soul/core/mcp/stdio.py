@@ -36,6 +36,10 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one line of the child's output
 # Commas in one message: pydantic builds a tool list's models at about 2 µs a
 # tool, so the session's own validation of what passes stays near 10 ms.
 MAX_MESSAGE_VALUES = 16_384
+# Nesting of one message: deeper than a tool's schema may be (12, checked per
+# tool, which leaves out only that tool) with room for the envelope; a message
+# refused as a whole would take every tool of the server with it.
+MAX_MESSAGE_DEPTH = 128
 EXIT_TIMEOUT = 2.0  # seconds the child has to exit once its stdin is closed
 
 RunBlocking = Callable[..., Awaitable[Any]]
@@ -68,6 +72,7 @@ async def decode_message(
         text,
         max_bytes=MAX_MESSAGE_BYTES,
         max_containers=MAX_MESSAGE_VALUES,
+        max_depth=MAX_MESSAGE_DEPTH,
         what="the MCP server's message",
         # A lone surrogate becomes U+FFFD, as the SDK's decoder replaces bad
         # bytes: what a server says is read as well as it can be.
