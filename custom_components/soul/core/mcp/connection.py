@@ -98,6 +98,7 @@ class McpConnection:
         self.connects = 0
         self.server_info: str | None = None
         self._why: str | None = None  # why the current attempt ended
+        self._refused: str | None = None  # a message the transport would not read
         self._session: ClientSession | None = None
         self._stop = asyncio.Event()
         self._ended: asyncio.Event | None = None
@@ -144,7 +145,7 @@ class McpConnection:
                     break
                 # Why the transport ended, when it said (a refused message),
                 # rather than what that did to the request waiting then.
-                self._set(FAILED, self._why or describe(err))
+                self._set(FAILED, self._refused or describe(err))
                 _LOGGER.info(
                     "MCP server %s: %s%s",
                     self.name,
@@ -154,7 +155,7 @@ class McpConnection:
             else:
                 if self._stop.is_set():
                     break
-                self._set(FAILED, self._why or "the connection ended")
+                self._set(FAILED, self._refused or self._why or "the connection ended")
             if time.monotonic() - began > STABLE_AFTER:
                 delay = self._backoff[0]
             try:
@@ -166,6 +167,7 @@ class McpConnection:
 
     async def _connect_once(self) -> None:
         self._why = None
+        self._refused = None
         errlog: TextIO | None = None
         async with AsyncExitStack() as stack:
             try:
@@ -237,7 +239,7 @@ class McpConnection:
             ):
                 refresh.set()
             elif isinstance(message, McpMessageError):
-                self._why = str(message)  # the stream ends next
+                self._refused = str(message)  # the stream ends next
             elif isinstance(message, Exception):
                 _LOGGER.debug("MCP server %s: %s", self.name, message)
 
@@ -301,7 +303,7 @@ class McpConnection:
                     elif not done:
                         await session.send_ping()
             except Exception as err:  # noqa: BLE001 - the connection is gone
-                self._why = self._why or describe(err)
+                self._why = describe(err)
                 return
 
     async def _list_tools(self, session: ClientSession) -> None:
@@ -367,12 +369,12 @@ class McpConnection:
             ) from err
         except McpError as err:
             if "closed" in str(err).lower() and self._ended is not None:
-                self._why = self._why or "the server closed the connection"
+                self._why = "the server closed the connection"
                 self._ended.set()
             raise McpCallError(describe(err)) from err
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as err:
             if self._ended is not None:
-                self._why = self._why or "the server closed the connection"
+                self._why = "the server closed the connection"
                 self._ended.set()
             raise McpCallError(f"the MCP server {self.name} went away") from err
 
