@@ -31,6 +31,7 @@ from custom_components.soul.core.mcp.connection import (
 from custom_components.soul.core.mcp.stdio import (
     MAX_MESSAGE_BYTES,
     MAX_MESSAGE_VALUES,
+    MAX_RESULT_PARTS,
     McpMessageError,
     decode_message,
 )
@@ -136,6 +137,12 @@ async def test_a_result_of_too_many_parts_fails_the_call(
 ) -> None:
     result = await hostile.call("parts", {"count": 500})
     assert len(result.content) == 500
+    # Each part is a model of its own (about 4 µs): the rest are not read.
+    result = await hostile.call("parts", {"count": 3000})
+    assert len(result.content) == MAX_RESULT_PARTS + 1
+    last = result.content[-1]
+    assert isinstance(last, types.TextContent)
+    assert last.text == f"…({3000 - MAX_RESULT_PARTS} more parts not read)"
     with pytest.raises(McpCallError):
         await hostile.call("parts", {"count": MAX_MESSAGE_VALUES})
     await _until(lambda: hostile.status == FAILED)

@@ -40,6 +40,9 @@ MAX_MESSAGE_VALUES = 16_384
 # tool, which leaves out only that tool) with room for the envelope; a message
 # refused as a whole would take every tool of the server with it.
 MAX_MESSAGE_DEPTH = 128
+# Parts of one tool result read: pydantic makes each a model at about 4 µs
+# (8,000 parts took 34 ms), and the model reads 16 KB of them at most.
+MAX_RESULT_PARTS = 1024
 EXIT_TIMEOUT = 2.0  # seconds the child has to exit once its stdin is closed
 
 RunBlocking = Callable[..., Awaitable[Any]]
@@ -82,9 +85,27 @@ async def decode_message(
         value = (
             decode() if untrusted.decodes_on_loop(text) else await run_blocking(decode)
         )
+        _cut_parts(value)
         return SessionMessage(types.JSONRPCMessage.model_validate(value))
     except (untrusted.UntrustedInputError, pydantic.ValidationError) as err:
         return err
+
+
+def _cut_parts(value: Any) -> None:
+    """Keep a result's first ``MAX_RESULT_PARTS`` parts, and say how many were not read."""
+    if (
+        isinstance(value, dict)
+        and isinstance(result := value.get("result"), dict)
+        and isinstance(parts := result.get("content"), list)
+        and len(parts) > MAX_RESULT_PARTS
+    ):
+        result["content"] = [
+            *parts[:MAX_RESULT_PARTS],
+            {
+                "type": "text",
+                "text": f"…({len(parts) - MAX_RESULT_PARTS} more parts not read)",
+            },
+        ]
 
 
 @asynccontextmanager
