@@ -21,7 +21,9 @@ regexes (catalog patterns in ``filter_intents``, schema ``pattern`` in
 through ``SnapshotIngest`` and the filter afterwards, 4 a schema flood, 5
 filling the registry with phantom ids, 6 Star frames (``StarHub.receive`` and
 the transport's threaded decode), 7 chat bodies and model replies, 8 other
-attacks found by reading the code, 9 the slow inputs a fuzzer found. Each prints its inputs, then a summary
+attacks found by reading the code, 9 the slow inputs a fuzzer found, 10 an
+MCP server's messages (``core/mcp/stdio.py`` and the SDK's result models).
+Each prints its inputs, then a summary
 prints one row per class: its worst input against the budget and against the
 benign twin. ``--check`` exits 1 when a class misses the budget. Run with
 ``scripts/bench`` or ``.venv/bin/python -m benchmarks.hostile [--quick]``.
@@ -30,7 +32,8 @@ This module is the entry point: arguments, the run of the classes and the
 report. The classes live in helper modules without a ``__main__`` block:
 ``hostile_json`` (1), ``hostile_regex`` (2), ``hostile_catalog`` (3-5),
 ``hostile_star`` (6), ``hostile_chat`` (7-8, and the fake LLM server this
-module runs as a child with ``--serve-llm``) and ``hostile_fuzz`` (9); ``hostile_meter`` holds the
+module runs as a child with ``--serve-llm``), ``hostile_fuzz`` (9) and
+``hostile_mcp`` (10); ``hostile_meter`` holds the
 budget, shared inputs and the measuring.
 """
 
@@ -50,6 +53,7 @@ from benchmarks.hostile_catalog import catalogs, registry, schema_flood
 from benchmarks.hostile_chat import chat, found, serve_llm
 from benchmarks.hostile_fuzz import fuzzed
 from benchmarks.hostile_json import poisoned_json
+from benchmarks.hostile_mcp import mcp_messages
 from benchmarks.hostile_meter import BUDGET_MS, Meter, Section, Ticker
 from benchmarks.hostile_regex import regexes
 from benchmarks.hostile_star import star_frames
@@ -126,6 +130,7 @@ CLASSES: dict[str, Callable[..., Awaitable[list[Section]]]] = {
     "7": chat,
     "8": found,
     "9": fuzzed,
+    "10": mcp_messages,
 }
 
 
@@ -168,7 +173,7 @@ def main() -> None:
     parser.add_argument(
         "--flood-seconds", type=float, default=6.0, help="cap of each schema flood"
     )
-    parser.add_argument("--classes", help="comma-separated class numbers (1-9)")
+    parser.add_argument("--classes", help="comma-separated class numbers (1-10)")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when a class misses the budget"
     )

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
          "--compile-repeats", "1", "--warmup", "0", "--evicted-repeats", "1"],
         ["benchmarks.emotion", "--repeats", "2", "--warmup", "0"],
         ["benchmarks.bench_registry", "--terminals", "20", "--repeats", "1"],
-        ["benchmarks.hostile", "--quick", "--rounds", "1", "--classes", "1,2,8,9"],
+        ["benchmarks.hostile", "--quick", "--rounds", "1", "--classes", "1,2,8,9,10"],
         ["benchmarks.startup", "--bodies", "4", "--souls", "2"],
         ["benchmarks.chat_path", "--rounds", "5", "--warmup", "1", "--bodies", "2",
          "--timeline"],

@@ -1,0 +1,103 @@
+"""Class 10 of ``benchmarks.hostile``: an MCP server's messages.
+
+What Soul's stdio transport (``core/mcp/stdio.decode_message``) and then the
+SDK's session (the result's model: ``ListToolsResult``, ``CallToolResult``)
+do with one line of a server's output, as a ticker on the loop sees it: the
+largest messages within the bounds, one over them, and for each an ordinary
+message of the same size (one long text part). A black-box run (2026-11-28)
+found 650 ms for a list of 60,000 tools through the SDK's own transport. A
+helper module, not a benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp import types
+
+from benchmarks.hostile_meter import Meter, Row, Section, in_executor, size_label
+from custom_components.soul.core.mcp.stdio import (
+    MAX_MESSAGE_VALUES,
+    McpMessageError,
+    decode_message,
+)
+
+
+def _response(result: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 7, "result": result}).encode()
+
+
+def _tools(count: int) -> bytes:
+    return _response(
+        {
+            "tools": [
+                {"name": f"t{n}", "inputSchema": {"type": "object"}}
+                for n in range(count)
+            ]
+        }
+    )
+
+
+def _parts(count: int) -> bytes:
+    return _response({"content": [{"type": "text", "text": "p"}] * count})
+
+
+def _one_part(size: int) -> bytes:
+    """Return an ordinary result of about ``size`` bytes: one text part."""
+    return _response({"content": [{"type": "text", "text": "x" * max(0, size - 60)}]})
+
+
+async def _read(raw: bytes, model: type[Any]) -> None:
+    """Decode one line as the transport does, then make the session's model of it."""
+    try:
+        message = await decode_message(raw, in_executor)
+    except McpMessageError:
+        return  # refused: the connection ends
+    if isinstance(message, Exception):
+        return
+    root = message.message.root
+    if isinstance(root, types.JSONRPCResponse):
+        model.model_validate(root.result)
+
+
+def _largest(build: Any, per_item: int) -> tuple[int, bytes]:
+    """Return the largest count whose message ``build`` makes is within the bound."""
+    count = MAX_MESSAGE_VALUES // per_item
+    while (raw := build(count)).count(b",") > MAX_MESSAGE_VALUES:
+        count -= 1
+    return count, raw
+
+
+async def mcp_messages(meter: Meter) -> list[Section]:
+    """Class 10: one line of an MCP server's output, decoded and validated."""
+    section = Section(
+        "10",
+        "An MCP server's messages",
+        "core/mcp/stdio.decode_message (executor when large) + the SDK's result model",
+    )
+    # About three values a tool, two a part: at the bound, and well over it.
+    tools, tools_raw = _largest(_tools, 3)
+    parts, parts_raw = _largest(_parts, 2)
+    cases = [
+        (f"tool list, {tools:,} tools", tools_raw, types.ListToolsResult),
+        ("tool list, 60,000 tools (refused)", _tools(60_000), types.ListToolsResult),
+        (
+            f"result, {parts:,} parts (1,024 read)",
+            parts_raw,
+            types.CallToolResult,
+        ),
+        ("result, 150,000 parts (refused)", _parts(150_000), types.CallToolResult),
+    ]
+    for name, raw, model in cases:
+        benign = _one_part(len(raw))
+        section.rows.append(
+            Row(
+                name,
+                size_label(len(raw)),
+                "stall",
+                await meter.stall(lambda r=raw, m=model: _read(r, m)),
+                await meter.stall(lambda b=benign: _read(b, types.CallToolResult)),
+            )
+        )
+    return [section]
