@@ -72,6 +72,23 @@ async def test_repair_cleared_when_mqtt_returns(
     assert ir.async_get(hass).async_get_issue(DOMAIN, "mqtt_not_configured") is None
 
 
+async def _entry_with_diagnostics(
+    hass: HomeAssistant, endpoint: dict[str, str]
+) -> MockConfigEntry:
+    """Set up a hub entry with the model ``endpoint`` (options), and diagnostics."""
+    options = {
+        CONF_TOPIC_PREFIX: "soul",
+        CONF_MEMORY_BACKEND: "none",
+        CONF_LLM_MODEL: DEFAULT_MODEL,
+        **endpoint,
+    }
+    entry = MockConfigEntry(domain=DOMAIN, data={}, options=options)
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert await async_setup_component(hass, "diagnostics", {})
+    return entry
+
+
 async def test_diagnostics_redact_a_password_in_the_endpoint(
     hass: HomeAssistant,
     hass_client: ClientSessionGenerator,
@@ -82,17 +99,7 @@ async def test_diagnostics_redact_a_password_in_the_endpoint(
     url = (
         fake_llm.base_url.replace("http://", "http://bob:pw-secret@") + "?key=q-secret"
     )
-    options = {
-        CONF_TOPIC_PREFIX: "soul",
-        CONF_LLM_BASE_URL: url,
-        CONF_MEMORY_BACKEND: "none",
-        CONF_LLM_MODEL: DEFAULT_MODEL,
-    }
-    entry = MockConfigEntry(domain=DOMAIN, data={}, options=options)
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    assert await async_setup_component(hass, "diagnostics", {})
-
+    entry = await _entry_with_diagnostics(hass, {CONF_LLM_BASE_URL: url})
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
     assert "pw-secret" not in str(diagnostics)
     assert "q-secret" not in str(diagnostics)
@@ -108,18 +115,10 @@ async def test_diagnostics_redact_the_api_key(
     fake_llm: FakeOpenAI,
 ) -> None:
     """Diagnostics show the setup but never the API key."""
-    options = {
-        CONF_TOPIC_PREFIX: "soul",
-        CONF_LLM_BASE_URL: fake_llm.base_url,
-        CONF_MEMORY_BACKEND: "none",
-        CONF_LLM_MODEL: DEFAULT_MODEL,
-        CONF_LLM_API_KEY: "sk-very-secret",
-    }
-    entry = MockConfigEntry(domain=DOMAIN, data={}, options=options)
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    assert await async_setup_component(hass, "diagnostics", {})
-
+    entry = await _entry_with_diagnostics(
+        hass,
+        {CONF_LLM_BASE_URL: fake_llm.base_url, CONF_LLM_API_KEY: "sk-very-secret"},
+    )
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
     assert "sk-very-secret" not in str(diagnostics)
     assert diagnostics["data"][CONF_LLM_API_KEY] == "**REDACTED**"

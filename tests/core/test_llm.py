@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 import time
 
 from aiohttp import web
@@ -102,9 +103,26 @@ async def test_a_page_that_is_no_completion_is_a_response_error(
         await make_llm(fake_llm.base_url).chat([{"role": "user", "content": "hi"}])
 
 
+@asynccontextmanager
+async def _endpoint(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> AsyncIterator[str]:
+    """Serve ``handler`` as an endpoint's chat completions on 127.0.0.1 (real HTTP)."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
+
+
 @pytest.fixture
 async def dripping_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
-    """An endpoint that answers with a byte every 50 ms, forever (real HTTP)."""
+    """An endpoint that answers with a byte every 50 ms, forever."""
 
     async def drip(request: web.Request) -> web.StreamResponse:
         streamed = (await request.json()).get("stream", False)
@@ -120,14 +138,8 @@ async def dripping_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
             await asyncio.sleep(0.05)
             await response.write(b" ")
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", drip)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}/v1"
-    await runner.cleanup()
+    async with _endpoint(drip) as url:
+        yield url
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -159,7 +171,7 @@ async def test_an_endpoint_that_drips_is_cut_off(
 
 @pytest.fixture
 async def broken_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
-    """An endpoint that answers 500 with a page of control characters (real HTTP)."""
+    """An endpoint that answers 500 with a page of control characters."""
 
     async def broken(_request: web.Request) -> web.Response:
         return web.Response(
@@ -168,14 +180,8 @@ async def broken_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
             content_type="text/plain",
         )
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", broken)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}/v1"
-    await runner.cleanup()
+    async with _endpoint(broken) as url:
+        yield url
 
 
 async def test_an_error_page_becomes_one_clean_line(
