@@ -80,7 +80,7 @@ async def mcp_messages(meter: Meter) -> list[Section]:
     tools, tools_raw = _largest(_tools, 3)
     parts, parts_raw = _largest(_parts, 2)
     cases = [
-        (f"tool list, {tools:,} tools", tools_raw, types.ListToolsResult),
+        (f"tool list, {tools:,} tools (1,024 read)", tools_raw, types.ListToolsResult),
         ("tool list, 60,000 tools (refused)", _tools(60_000), types.ListToolsResult),
         (
             f"result, {parts:,} parts (1,024 read)",

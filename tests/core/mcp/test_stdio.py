@@ -29,6 +29,7 @@ from custom_components.soul.core.mcp.connection import (
     McpConnection,
 )
 from custom_components.soul.core.mcp.stdio import (
+    MAX_LISTED_TOOLS,
     MAX_MESSAGE_BYTES,
     MAX_MESSAGE_VALUES,
     MAX_RESULT_PARTS,
@@ -89,6 +90,18 @@ async def test_a_first_tool_list_of_too_many_values_says_so() -> None:
     finally:
         await connection.stop()
     assert child_processes(HOSTILE_SERVER) == {}
+
+
+async def test_a_long_tool_list_is_read_up_to_its_first_tools() -> None:
+    """Each listed tool is a model of the SDK's: past 1,024 they are not read."""
+    connection = _connection("--tools", "1300")  # about 12 values a tool: within
+    connection.start(asyncio.ensure_future)
+    try:
+        await _until(lambda: connection.status == CONNECTED)
+        assert len(connection.tools) == 128
+        assert f"{MAX_LISTED_TOOLS - 128} tools over 128" in connection.skipped
+    finally:
+        await connection.stop()
 
 
 async def test_a_tool_nested_too_deep_leaves_out_only_itself() -> None:
@@ -155,8 +168,12 @@ async def test_a_message_decodes_as_the_sdk_reads_it() -> None:
         "id": 3,
         "result": {
             "tools": [
-                {"name": f"t{n}", "inputSchema": {"type": "object"}}
-                for n in range(2000)  # over LOOP_JSON_VALUES: decoded in a thread
+                {
+                    "name": f"t{n}",
+                    "description": "d",
+                    "inputSchema": {"type": "object", "properties": {}},
+                }
+                for n in range(1000)  # over LOOP_JSON_VALUES: decoded in a thread
             ]
         },
     }

@@ -43,6 +43,9 @@ MAX_MESSAGE_DEPTH = 128
 # Parts of one tool result read: pydantic makes each a model at about 4 µs
 # (8,000 parts took 34 ms), and the model reads 16 KB of them at most.
 MAX_RESULT_PARTS = 1024
+# Tools of one listing read: a model each too (about 3 µs); Soul keeps the
+# first 128 of a server (``tools.MAX_TOOLS_PER_SERVER``).
+MAX_LISTED_TOOLS = 1024
 EXIT_TIMEOUT = 2.0  # seconds the child has to exit once its stdin is closed
 
 RunBlocking = Callable[..., Awaitable[Any]]
@@ -85,19 +88,25 @@ async def decode_message(
         value = (
             decode() if untrusted.decodes_on_loop(text) else await run_blocking(decode)
         )
-        _cut_parts(value)
+        _cut_lists(value)
         return SessionMessage(types.JSONRPCMessage.model_validate(value))
     except (untrusted.UntrustedInputError, pydantic.ValidationError) as err:
         return err
 
 
-def _cut_parts(value: Any) -> None:
-    """Keep a result's first ``MAX_RESULT_PARTS`` parts, and say how many were not read."""
-    if (
-        isinstance(value, dict)
-        and isinstance(result := value.get("result"), dict)
-        and isinstance(parts := result.get("content"), list)
-        and len(parts) > MAX_RESULT_PARTS
+def _cut_lists(value: Any) -> None:
+    """Keep a result's first parts and tools (the SDK makes a model of each).
+
+    Past ``MAX_RESULT_PARTS`` a text part says how many more were not read;
+    past ``MAX_LISTED_TOOLS`` the rest of a listing is left out (Soul keeps
+    the first 128 anyway).
+    """
+    if not isinstance(value, dict) or not isinstance(
+        result := value.get("result"), dict
+    ):
+        return
+    if isinstance(parts := result.get("content"), list) and (
+        len(parts) > MAX_RESULT_PARTS
     ):
         result["content"] = [
             *parts[:MAX_RESULT_PARTS],
@@ -106,6 +115,8 @@ def _cut_parts(value: Any) -> None:
                 "text": f"…({len(parts) - MAX_RESULT_PARTS} more parts not read)",
             },
         ]
+    if isinstance(tools := result.get("tools"), list) and len(tools) > MAX_LISTED_TOOLS:
+        result["tools"] = tools[:MAX_LISTED_TOOLS]
 
 
 @asynccontextmanager
