@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
+import subprocess
+import sys
 import time
 
 from aiohttp import web
@@ -193,3 +196,19 @@ async def test_an_error_page_becomes_one_clean_line(
     said = str(caught.value)
     assert "boom" in said
     assert not {"\x00", "\u202e", "\n"} & set(said), said
+
+
+def test_the_clients_resources_are_imported_with_soul() -> None:
+    """The openai client imports its resources at their first use: 150 ms on the loop."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, custom_components.soul.core.llm; "
+            "sys.exit('openai.resources.chat' not in sys.modules)",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

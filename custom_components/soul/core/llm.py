@@ -10,6 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+# The client imports its resources (chat, models, …) on their first use: 140–165
+# ms, which the first endpoint check or chat after a start held the event loop
+# for (black-box run, 2026-11-28). Imported here, with Soul, not on the loop.
+import openai.resources
+
 from . import untrusted
 
 if TYPE_CHECKING:
