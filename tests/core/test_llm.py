@@ -13,6 +13,7 @@ import time
 from aiohttp import web
 import pytest
 
+from custom_components.soul.core import llm as llm_module
 from custom_components.soul.core.llm import (
     DEADLINE_TIMEOUTS,
     LLMAuthError,
@@ -169,6 +170,19 @@ async def test_an_endpoint_that_drips_is_cut_off(
     started = time.monotonic()
     with pytest.raises(LLMConnectionError, match="did not finish its answer within"):
         await ask()
+    assert time.monotonic() - started < DEADLINE_TIMEOUTS * 0.3 + 0.5
+
+
+async def test_an_endpoint_check_that_drips_is_cut_off(
+    dripping_endpoint: str,
+    make_llm: Callable[..., OpenAICompatibleLLM],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Setting Soul up waits for the check: it ends within the same deadline."""
+    monkeypatch.setattr(llm_module, "VERIFY_TIMEOUT", 0.3)
+    started = time.monotonic()
+    with pytest.raises(LLMConnectionError, match="did not finish its answer within"):
+        await make_llm(dripping_endpoint).verify()
     assert time.monotonic() - started < DEADLINE_TIMEOUTS * 0.3 + 0.5
 
 

@@ -118,17 +118,21 @@ class OpenAICompatibleLLM:
 
         ``GET /models`` is the cheapest call; servers that do not implement it
         (404) are asked for a one-token completion of the configured model.
+        Both within the deadline of a completion: setting Soul up waits here.
         """
         client = self.client.with_options(timeout=VERIFY_TIMEOUT, max_retries=0)
         try:
-            try:
-                await client.models.list()
-            except openai.NotFoundError:
-                await client.chat.completions.create(
-                    model=self.endpoint.model,
-                    messages=[{"role": "user", "content": "ping"}],
-                    max_tokens=1,
-                )
+            async with asyncio.timeout(DEADLINE_TIMEOUTS * VERIFY_TIMEOUT):
+                try:
+                    await client.models.list()
+                except openai.NotFoundError:
+                    await client.chat.completions.create(
+                        model=self.endpoint.model,
+                        messages=[{"role": "user", "content": "ping"}],
+                        max_tokens=1,
+                    )
+        except TimeoutError:
+            raise LLMConnectionError(_late(VERIFY_TIMEOUT)) from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise LLMAuthError(_said(err)) from err
         except openai.OpenAIError as err:
