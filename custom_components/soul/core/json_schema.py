@@ -291,11 +291,11 @@ class _CpuDeadline:
 
     ``thread_time`` is a system call (``perf_counter`` is not): on a busy
     machine each one is a chance for the kernel to run another process first,
-    and a turn's check made eight of them between its two messages (in Home
-    Assistant a check took 0.3–0.4 ms instead of 0.05). A thread's CPU time
-    grows no faster than the wall clock, so the CPU clock is read only once
-    the wall clock says the budget could be spent: the check gives up exactly
-    when it did before, with one system call for a check that fits.
+    and a turn's check made eight of them between its two messages. A
+    thread's CPU time grows no faster than the wall clock, so the CPU clock is
+    read only once the wall clock says the budget could be spent: the check
+    gives up exactly when it did before, with one system call for a check
+    that fits (docs/performance.md, "The arguments' CPU clock").
     """
 
     __slots__ = ("_cpu", "_wall")

@@ -3,7 +3,8 @@
 ``McpConnection`` runs one supervisor task per server. Each attempt opens the
 transport — a child process for stdio (``stdio.bounded_stdio_client``: an
 argument list, never a shell; every message bounded before it is parsed; its
-stderr kept in a temporary file for the error message), streamable HTTP or SSE with the configured headers — initialises the
+stderr kept in a temporary file, whose end goes to the log and the repair
+issue), streamable HTTP or SSE with the configured headers — initialises the
 session and lists the tools within ``connect_timeout``, then waits until it is
 stopped or the connection ends: the child's output closes (it died), a ping
 every ``ping_interval`` goes unanswered, or a call finds it closed. Then it

@@ -10,9 +10,9 @@ values), decoded by ``untrusted.loads`` — on the loop when it is small
 (``untrusted.decodes_on_loop``), else in the executor — and only then made a
 ``JSONRPCMessage`` from the decoded value: a tenth of the time, for the same
 message. A refused line ends the connection (the session hears why, its
-pending requests fail at once, and the supervisor tries again later). The process is started and ended as the
-SDK does it: its own session (process group), stdin closed, then SIGTERM to
-the group, then SIGKILL.
+pending requests fail at once, and the supervisor tries again later). The
+process is started and ended as the SDK does it: its own session (process
+group), stdin closed, then SIGTERM to the group, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any, TextIO
 
 import anyio
+from anyio.abc import ByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import StdioServerParameters, types
 from mcp.client.stdio import get_default_environment
@@ -119,6 +120,31 @@ def _cut_lists(value: Any) -> None:
         result["tools"] = tools[:MAX_LISTED_TOOLS]
 
 
+async def _read_lines(
+    stdout: ByteReceiveStream,
+    messages: MemoryObjectSendStream[SessionMessage | Exception],
+    run_blocking: RunBlocking,
+    errors: str,
+) -> None:
+    """Send each line of ``stdout`` on as a message; raise ``McpMessageError``."""
+    pending = bytearray()
+    async for chunk in stdout:
+        # Only the new bytes can end a line: a long line is scanned once.
+        start, searched = 0, len(pending)
+        pending += chunk
+        while (end := pending.find(b"\n", searched)) >= 0:
+            message = await decode_message(
+                bytes(pending[start:end]), run_blocking, errors
+            )
+            await messages.send(message)
+            start = searched = end + 1
+        del pending[:start]
+        if len(pending) > MAX_MESSAGE_BYTES:
+            raise McpMessageError(
+                f"the server sent a message larger than {MAX_MESSAGE_BYTES} bytes"
+            )
+
+
 @asynccontextmanager
 async def bounded_stdio_client(
     server: StdioServerParameters, errlog: TextIO, run_blocking: RunBlocking
@@ -157,33 +183,13 @@ async def bounded_stdio_client(
     async def stdout_reader() -> None:
         async with read_writer:
             try:
-                await read_lines(stdout, read_writer)
+                await _read_lines(
+                    stdout, read_writer, run_blocking, server.encoding_error_handler
+                )
             except McpMessageError as err:
                 # The session hears why, then the end of the stream: its
                 # pending requests fail at once ("Connection closed").
                 await read_writer.send(err)
-
-    async def read_lines(
-        stdout: Any, messages: MemoryObjectSendStream[SessionMessage | Exception]
-    ) -> None:
-        pending = bytearray()
-        async for chunk in stdout:
-            # Only the new bytes can end a line: a long line is scanned once.
-            start, searched = 0, len(pending)
-            pending += chunk
-            while (end := pending.find(b"\n", searched)) >= 0:
-                message = await decode_message(
-                    bytes(pending[start:end]),
-                    run_blocking,
-                    server.encoding_error_handler,
-                )
-                await messages.send(message)
-                start = searched = end + 1
-            del pending[:start]
-            if len(pending) > MAX_MESSAGE_BYTES:
-                raise McpMessageError(
-                    f"the server sent a message larger than {MAX_MESSAGE_BYTES} bytes"
-                )
 
     async def stdin_writer() -> None:
         async with write_reader:
