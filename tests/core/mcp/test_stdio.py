@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import AsyncIterator
 import json
 import sys
-import time
 from typing import Any
 
 import httpx
@@ -38,16 +37,11 @@ from custom_components.soul.core.mcp.stdio import (
 )
 from tests.mcp_servers.processes import HOSTILE_SERVER, child_processes
 
+from .test_hub import until
+
 
 async def _in_thread(fn: Any, *args: Any) -> Any:
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
-
-
-async def _until(check: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.02)
 
 
 def _connection(*args: str) -> McpConnection:
@@ -73,7 +67,7 @@ def _connection(*args: str) -> McpConnection:
 async def hostile() -> AsyncIterator[McpConnection]:
     connection = _connection()
     connection.start(asyncio.ensure_future)
-    await _until(lambda: connection.status == CONNECTED)
+    await until(lambda: connection.status == CONNECTED)
     yield connection
     await connection.stop()
     assert child_processes(HOSTILE_SERVER) == {}
@@ -83,7 +77,7 @@ async def test_a_first_tool_list_of_too_many_values_says_so() -> None:
     connection = _connection("--tools", "6000")
     connection.start(asyncio.ensure_future)
     try:
-        await _until(lambda: connection.status == FAILED)
+        await until(lambda: connection.status == FAILED)
         assert connection.error == (
             f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
         )
@@ -97,7 +91,7 @@ async def test_a_long_tool_list_is_read_up_to_its_first_tools() -> None:
     connection = _connection("--tools", "1300")  # about 12 values a tool: within
     connection.start(asyncio.ensure_future)
     try:
-        await _until(lambda: connection.status == CONNECTED)
+        await until(lambda: connection.status == CONNECTED)
         assert len(connection.tools) == 128
         assert f"{MAX_LISTED_TOOLS - 128} tools over 128" in connection.skipped
     finally:
@@ -108,7 +102,7 @@ async def test_a_tool_nested_too_deep_leaves_out_only_itself() -> None:
     connection = _connection("--deep", "60")
     connection.start(asyncio.ensure_future)
     try:
-        await _until(lambda: connection.status == CONNECTED)
+        await until(lambda: connection.status == CONNECTED)
         names = {tool.name for tool in connection.tools}
         assert "flood__notify" in names and "flood__deep" not in names
         assert any("deep" in why for why in connection.skipped)
@@ -138,7 +132,7 @@ async def test_a_tool_list_of_too_many_values_ends_the_connection(
 ) -> None:
     # About three values a tool: 6,000 tools are over the bound.
     assert _text(await hostile.call("grow_many", {"count": 6000})) == "grown"
-    await _until(lambda: hostile.status == FAILED)
+    await until(lambda: hostile.status == FAILED)
     assert hostile.error == (
         f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
     )
@@ -158,7 +152,7 @@ async def test_a_result_of_too_many_parts_fails_the_call(
     assert last.text == f"…({3000 - MAX_RESULT_PARTS} more parts not read)"
     with pytest.raises(McpCallError):
         await hostile.call("parts", {"count": MAX_MESSAGE_VALUES})
-    await _until(lambda: hostile.status == FAILED)
+    await until(lambda: hostile.status == FAILED)
     assert "more than" in (hostile.error or "")
 
 
