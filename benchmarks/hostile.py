@@ -22,7 +22,8 @@ through ``SnapshotIngest`` and the filter afterwards, 4 a schema flood, 5
 filling the registry with phantom ids, 6 Star frames (``StarHub.receive`` and
 the transport's threaded decode), 7 chat bodies and model replies, 8 other
 attacks found by reading the code, 9 the slow inputs a fuzzer found, 10 an
-MCP server's messages (``core/mcp/stdio.py`` and the SDK's result models).
+MCP server's messages (``core/mcp/messages.py`` and the SDK's result
+models; 10b over HTTP, ``core/mcp/http.py``).
 Each prints its inputs, then a summary
 prints one row per class: its worst input against the budget and against the
 benign twin. ``--check`` exits 1 when a class misses the budget. Run with

@@ -1,26 +1,33 @@
 """Class 10 of ``benchmarks.hostile``: an MCP server's messages.
 
-What Soul's stdio transport (``core/mcp/stdio.decode_message``) and then the
-SDK's session (the result's model: ``ListToolsResult``, ``CallToolResult``)
-do with one line of a server's output, as a ticker on the loop sees it: the
-largest messages within the bounds, one over them, and for each an ordinary
-message of the same size (one long text part). A black-box run (2026-11-28)
-found 650 ms for a list of 60,000 tools through the SDK's own transport. A
-helper module, not a benchmark.
+What Soul's stdio transport (``core/mcp/messages.decode_message``) and then
+the SDK's session (the result's model: ``ListToolsResult``,
+``CallToolResult``) do with one line of a server's output, as a ticker on the
+loop sees it: the largest messages within the bounds, one over them, and for
+each an ordinary message of the same size (one long text part). Over HTTP
+(``core/mcp/http.py``), the same messages as a JSON body: Soul writes each
+again (``messages.rewrite_message``), then the SDK parses that on the loop
+(``JSONRPCMessage.model_validate_json``) and makes the result's model; and
+the largest text within the HTTP bound, ASCII and CJK. A black-box run
+(2026-11-28) found 650 ms for a list of 60,000 tools through the SDK's own
+transport. A helper module, not a benchmark.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 import json
 from typing import Any
 
 from mcp import types
 
 from benchmarks.hostile_meter import Meter, Row, Section, in_executor, size_label
-from custom_components.soul.core.mcp.stdio import (
+from custom_components.soul.core.mcp.messages import (
+    MAX_HTTP_MESSAGE_BYTES,
     MAX_MESSAGE_VALUES,
     McpMessageError,
     decode_message,
+    rewrite_message,
 )
 
 
@@ -61,12 +68,44 @@ async def _read(raw: bytes, model: type[Any]) -> None:
         model.model_validate(root.result)
 
 
+async def _read_http(raw: bytes, model: type[Any]) -> None:
+    """Read one JSON body as Soul's HTTP transport, then the SDK's client, do."""
+    try:
+        written = await rewrite_message(raw, in_executor)
+    except McpMessageError:
+        return  # refused: the connection ends
+    root = types.JSONRPCMessage.model_validate_json(written).root
+    if isinstance(root, types.JSONRPCResponse):
+        model.model_validate(root.result)
+
+
 def _largest(build: Any, per_item: int) -> tuple[int, bytes]:
     """Return the largest count whose message ``build`` makes is within the bound."""
     count = MAX_MESSAGE_VALUES // per_item
     while (raw := build(count)).count(b",") > MAX_MESSAGE_VALUES:
         count -= 1
     return count, raw
+
+
+async def _rows(
+    meter: Meter,
+    cases: list[tuple[str, bytes, type[Any]]],
+    read: Callable[[bytes, type[Any]], Awaitable[None]],
+) -> list[Row]:
+    """Measure each case and its benign twin (one text part of its size)."""
+    rows = []
+    for name, raw, model in cases:
+        benign = _one_part(len(raw))
+        rows.append(
+            Row(
+                name,
+                size_label(len(raw)),
+                "stall",
+                await meter.stall(lambda r=raw, m=model: read(r, m)),
+                await meter.stall(lambda b=benign: read(b, types.CallToolResult)),
+            )
+        )
+    return rows
 
 
 async def mcp_messages(meter: Meter) -> list[Section]:
@@ -89,15 +128,26 @@ async def mcp_messages(meter: Meter) -> list[Section]:
         ),
         ("result, 150,000 parts (refused)", _parts(150_000), types.CallToolResult),
     ]
-    for name, raw, model in cases:
-        benign = _one_part(len(raw))
-        section.rows.append(
-            Row(
-                name,
-                size_label(len(raw)),
-                "stall",
-                await meter.stall(lambda r=raw, m=model: _read(r, m)),
-                await meter.stall(lambda b=benign: _read(b, types.CallToolResult)),
-            )
-        )
-    return [section]
+    section.rows += await _rows(meter, cases, _read)
+    http = Section(
+        "10b",
+        "An MCP server's messages over HTTP",
+        "core/mcp/messages.rewrite_message (executor when large) + the SDK's"
+        " parse and result model",
+    )
+    text = MAX_HTTP_MESSAGE_BYTES - 100
+    cases += [
+        (f"one text of {size_label(text)}", _one_part(text), types.CallToolResult),
+        (
+            f"one text of {text // 6:,} CJK characters (escaped)",
+            _response({"content": [{"type": "text", "text": "汉" * (text // 6)}]}),
+            types.CallToolResult,
+        ),
+        (
+            f"one text over {size_label(MAX_HTTP_MESSAGE_BYTES)} (refused)",
+            _one_part(MAX_HTTP_MESSAGE_BYTES + 100),
+            types.CallToolResult,
+        ),
+    ]
+    http.rows += await _rows(meter, cases, _read_http)
+    return [section, http]

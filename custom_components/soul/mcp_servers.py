@@ -29,7 +29,7 @@ from .const import (
 )
 from .core.cognition.events import EventBus
 from .core.mcp.config import McpConfigError, ServerConfig, parse_config
-from .core.mcp.connection import CONNECTED, FAILED
+from .core.mcp.connection import CONNECTED, FAILED, WrapTransport
 from .core.mcp.hub import McpHub
 from .helpers import now_timestamp
 from .models import SoulConfigEntry
@@ -55,12 +55,14 @@ def async_create_mcp(
     """Return the hub's MCP servers, not yet started."""
     ssl_context = get_default_context()
 
-    def http_client(headers: dict[str, str], timeout: float) -> httpx.AsyncClient:
+    def http_client(
+        headers: dict[str, str], timeout: float, wrap: WrapTransport
+    ) -> httpx.AsyncClient:
         # Home Assistant's SSL context: no certificate loading on the event loop.
         return httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(timeout, read=300),
-            verify=ssl_context,
+            transport=wrap(httpx.AsyncHTTPTransport(verify=ssl_context)),
             follow_redirects=True,
         )
 

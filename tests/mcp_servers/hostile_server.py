@@ -1,9 +1,12 @@
-"""An MCP server over stdio that floods its client, for the bounds of Soul's transport.
+"""An MCP server that floods its client, for the bounds of Soul's transports.
 
 Run it as a script: ``python /abs/path/tests/mcp_servers/hostile_server.py
-[--tools N] [--deep N]``: ``--tools`` starts with ``N`` more tools (``t0``, …),
-``--deep`` with a tool ``deep`` whose input schema nests ``N`` objects.
-Tools (written with the SDK's FastMCP):
+[--tools N] [--deep N] [--http [--json-response]]``: ``--tools`` starts with
+``N`` more tools (``t0``, …), ``--deep`` with a tool ``deep`` whose input
+schema nests ``N`` objects. Over stdio by default; with ``--http`` it serves
+streamable HTTP (answers as server-sent events, or as JSON bodies with
+``--json-response``) and SSE as ``http_server`` does, printing ``PORT <n>``
+once it listens. Tools (written with the SDK's FastMCP):
 
 - ``notify(times: int)``: sends ``notifications/tools/list_changed`` ``times``
   times, then answers ``"sent"``.
@@ -12,11 +15,14 @@ Tools (written with the SDK's FastMCP):
   of ``count`` tools is one message of about three values a tool.
 - ``parts(count: int)``: answers ``count`` text parts ``"p0"``, ``"p1"``, ….
 - ``calls()``: how many times ``tools/list`` was asked for, as text.
+- ``big(size: int)``: answers one text of ``size`` characters ``x``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+from pathlib import Path
 import sys
 from typing import Any
 
@@ -35,8 +41,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tools", type=int, default=0)
     parser.add_argument("--deep", type=int, default=0)
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--json-response", action="store_true")
     args = parser.parse_args()
-    server = FastMCP("soul-test-hostile")
+    server = FastMCP("soul-test-hostile", json_response=args.json_response)
     listed = [0]
     list_tools = server.list_tools
 
@@ -53,7 +61,9 @@ def main() -> int:
                     method="notifications/tools/list_changed"
                 )
             ),
-            related_request_id=ctx.request_id,
+            # Answering with JSON bodies, the server has no stream of the
+            # request to send it on: it goes on the client's own event stream.
+            related_request_id=None if args.json_response else ctx.request_id,
         )
 
     @server.tool()
@@ -81,6 +91,11 @@ def main() -> int:
         return [types.TextContent(type="text", text=f"p{n}") for n in range(count)]
 
     @server.tool()
+    def big(size: int) -> str:
+        """One text of ``size`` characters."""
+        return "x" * size
+
+    @server.tool()
     def calls() -> str:
         """How many times the tools were listed."""
         return str(listed[0])
@@ -99,7 +114,16 @@ def main() -> int:
 
         server._mcp_server.list_tools()(with_deep)
 
-    server.run("stdio")
+    if not args.http:
+        server.run("stdio")
+        return 0
+    # Run as a script, sys.path[0] is this folder: make the repository importable.
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests.mcp_servers.http_server import build_app, serve_app
+
+    asyncio.run(serve_app(build_app(server=server)))
     return 0
 
 

@@ -37,6 +37,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mcp.server.fastmcp import FastMCP
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 HOST = "127.0.0.1"
@@ -47,13 +48,21 @@ START_TIMEOUT = 60.0  # seconds; Python and the SDK import slowly on a busy mach
 STOP_TIMEOUT = 15.0
 
 
-def build_app(token: str | None = None, name: str = "soul-test-http") -> ASGIApp:
-    """The ASGI application: streamable HTTP, SSE, the never-answering path, auth."""
+def build_app(
+    token: str | None = None,
+    name: str = "soul-test-http",
+    server: FastMCP | None = None,
+) -> ASGIApp:
+    """The ASGI application: streamable HTTP, SSE, the never-answering path, auth.
+
+    ``server`` serves other tools than the test tools (``tools.build_server``).
+    """
     import anyio
 
     from tests.mcp_servers.tools import build_server
 
-    server = build_server(name)
+    if server is None:
+        server = build_server(name)
     app = server.streamable_http_app()  # its lifespan runs the session manager
     app.router.routes.extend(server.sse_app().routes)
     expected = f"Bearer {token}".encode() if token is not None else None
@@ -83,7 +92,8 @@ def build_app(token: str | None = None, name: str = "soul-test-http") -> ASGIApp
     return application
 
 
-async def _serve(token: str | None, name: str) -> None:
+async def serve_app(app: ASGIApp) -> None:
+    """Serve ``app`` on a free port of 127.0.0.1; print ``PORT <n>`` once it listens."""
     import uvicorn
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -91,7 +101,7 @@ async def _serve(token: str | None, name: str) -> None:
     listener.bind((HOST, 0))
     listener.listen(128)
     config = uvicorn.Config(
-        build_app(token, name),
+        app,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=2,
@@ -112,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     root = str(Path(__file__).resolve().parents[2])
     if root not in sys.path:
         sys.path.insert(0, root)
-    asyncio.run(_serve(args.token, args.name))
+    asyncio.run(serve_app(build_app(args.token, args.name)))
     return 0
 
 
@@ -182,20 +192,25 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def serve_http_server(
-    token: str | None = None, env: dict[str, str] | None = None
+    token: str | None = None,
+    env: dict[str, str] | None = None,
+    command: list[str] | None = None,
 ) -> Iterator[HttpServer]:
     """Run a test MCP HTTP server in a subprocess; stop it (and reap it) on exit.
 
     ``env`` is added to the server's environment (``MCP_TEST_TOKEN`` sets what
     ``whoami`` answers; it is removed from the inherited environment otherwise).
+    ``command`` runs another server that prints ``PORT <n>`` (``hostile_server
+    --http``) instead of this one.
     """
     from tests.mcp_servers.tools import TOKEN_ENV
 
     server_env = {key: value for key, value in os.environ.items() if key != TOKEN_ENV}
     server_env.update(env or {})
-    command = [sys.executable, str(Path(__file__).resolve())]
-    if token is not None:
-        command += ["--token", token]
+    if command is None:
+        command = [sys.executable, str(Path(__file__).resolve())]
+        if token is not None:
+            command += ["--token", token]
     process = subprocess.Popen(  # noqa: S603
         command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=server_env
     )

@@ -36,8 +36,10 @@ def _hub(servers: dict[str, Any], **options: Any) -> McpHub:
     loop = asyncio.get_running_loop()
     hub = McpHub(
         run_blocking=lambda fn, *args: loop.run_in_executor(None, fn, *args),
-        http_client=lambda headers, timeout: httpx.AsyncClient(
-            headers=headers, timeout=timeout
+        http_client=lambda headers, timeout, wrap: httpx.AsyncClient(
+            headers=headers,
+            timeout=timeout,
+            transport=wrap(httpx.AsyncHTTPTransport()),
         ),
         spawn=asyncio.ensure_future,
         clock=time.time,

@@ -27,7 +27,7 @@ from custom_components.soul.core.mcp.connection import (
     McpCallError,
     McpConnection,
 )
-from custom_components.soul.core.mcp.stdio import (
+from custom_components.soul.core.mcp.messages import (
     MAX_LISTED_TOOLS,
     MAX_MESSAGE_BYTES,
     MAX_MESSAGE_VALUES,
@@ -55,7 +55,7 @@ def _connection(*args: str) -> McpConnection:
     return McpConnection(
         config,
         run_blocking=_in_thread,
-        http_client=lambda headers, timeout: httpx.AsyncClient(
+        http_client=lambda headers, timeout, wrap: httpx.AsyncClient(
             headers=headers, timeout=timeout
         ),
         backoff=(30.0, 60.0),  # a failed attempt is not retried within a test

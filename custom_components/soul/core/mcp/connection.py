@@ -4,7 +4,8 @@
 transport — a child process for stdio (``stdio.bounded_stdio_client``: an
 argument list, never a shell; every message bounded before it is parsed; its
 stderr kept in a temporary file, whose end goes to the log and the repair
-issue), streamable HTTP or SSE with the configured headers — initialises the
+issue), streamable HTTP or SSE with the configured headers, each message
+bounded before the SDK parses it (``http.BoundedTransport``) — initialises the
 session and lists the tools within ``connect_timeout``, then waits until it is
 stopped or the connection ends: the child's output closes (it died), a ping
 every ``ping_interval`` goes unanswered, or a call finds it closed. Then it
@@ -24,6 +25,7 @@ import time
 from typing import Any, TextIO
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 import httpx
 from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.client.sse import sse_client
@@ -32,7 +34,9 @@ from mcp.client.streamable_http import streamable_http_client
 from .. import untrusted
 from ..logs import trace_logger
 from .config import ServerConfig
-from .stdio import McpMessageError, bounded_stdio_client
+from .http import BoundedTransport
+from .messages import McpMessageError
+from .stdio import bounded_stdio_client
 from .tools import McpTool, parse_tools
 
 _LOGGER = trace_logger(__name__)
@@ -52,7 +56,9 @@ CONNECTED = "connected"
 FAILED = "failed"
 STOPPED = "stopped"
 
-HttpClientFactory = Callable[[dict[str, str], float], httpx.AsyncClient]
+# The host's HTTP client: headers, timeout, and what wraps its transport.
+WrapTransport = Callable[[httpx.AsyncBaseTransport], httpx.AsyncBaseTransport]
+HttpClientFactory = Callable[[dict[str, str], float, WrapTransport], httpx.AsyncClient]
 RunBlocking = Callable[..., Awaitable[Any]]
 
 
@@ -101,6 +107,8 @@ class McpConnection:
         self._why: str | None = None  # why the current attempt ended
         self._refused: str | None = None  # a message the transport would not read
         self._session: ClientSession | None = None
+        # What the session reads the server's messages from (while it runs).
+        self._forward: MemoryObjectSendStream[Any] | None = None
         self._stop = asyncio.Event()
         self._ended: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -200,7 +208,9 @@ class McpConnection:
                 else:
                     client = await stack.enter_async_context(
                         self._http_client(
-                            dict(self.config.headers), self.connect_timeout
+                            dict(self.config.headers),
+                            self.connect_timeout,
+                            self._bounded,
                         )
                     )
                     read, write, _ = await stack.enter_async_context(
@@ -219,6 +229,7 @@ class McpConnection:
         ended = self._ended = asyncio.Event()
         refresh = asyncio.Event()
         forward_send, forward_receive = anyio.create_memory_object_stream[Any](0)
+        self._forward = forward_send
 
         async def pump() -> None:
             # The transport's stream ends when the child exits or the HTTP
@@ -324,13 +335,30 @@ class McpConnection:
         for why in self.skipped:
             _LOGGER.warning("MCP server %s: a tool was left out: %s", self.name, why)
 
+    def _bounded(self, inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
+        return BoundedTransport(inner, self._run_blocking, self._refuse)
+
+    def _refuse(self, why: str) -> None:
+        """End the attempt: an HTTP server sent a message Soul does not read.
+
+        The session's stream ends, so its pending requests fail at once
+        ("Connection closed"), as when a stdio server's line is refused.
+        """
+        self._refused = why
+        if self._forward is not None:
+            self._forward.close()
+        if self._ended is not None:
+            self._ended.set()
+
     def _sse_client_factory(
         self,
         headers: dict[str, str] | None = None,
         timeout: httpx.Timeout | None = None,
         auth: httpx.Auth | None = None,
     ) -> httpx.AsyncClient:
-        client = self._http_client(dict(headers or {}), self.connect_timeout)
+        client = self._http_client(
+            dict(headers or {}), self.connect_timeout, self._bounded
+        )
         if timeout is not None:
             client.timeout = timeout
         if auth is not None:

@@ -1,123 +1,32 @@
 """The stdio transport of an MCP server, its messages bounded before they are parsed.
 
-The SDK's ``stdio_client`` reads the child's output line by line without a
-limit and parses each line with pydantic's JSON parser on the event loop, the
-``result`` of a response as ``Any``: a tool list of 60,000 tools took 650 ms
-there at every ``notifications/tools/list_changed``, and a result of 150,000
-parts 930 ms (a hostile server, 2026-11-28). Here a line is refused past
-``MAX_MESSAGE_BYTES`` or ``MAX_MESSAGE_VALUES`` commas (an upper bound of its
-values), decoded by ``untrusted.loads`` — on the loop when it is small
-(``untrusted.decodes_on_loop``), else in the executor — and only then made a
-``JSONRPCMessage`` from the decoded value: a tenth of the time, for the same
-message. A refused line ends the connection (the session hears why, its
-pending requests fail at once, and the supervisor tries again later). The
-process is started and ended as the SDK does it: its own session (process
-group), stdin closed, then SIGTERM to the group, then SIGKILL.
+The child's output is read line by line; a line longer than
+``messages.MAX_MESSAGE_BYTES`` is refused before its end is found, and each
+line is made a message by ``messages.decode_message`` (bounded, decoded by
+``untrusted.loads``, in the executor when large, its lists cut). A refused
+line ends the connection (the session hears why, its pending requests fail
+at once, and the supervisor tries again later). The process is started and
+ended as the SDK does it: its own session (process group), stdin closed, then
+SIGTERM to the group, then SIGKILL.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from functools import partial
-from typing import Any, TextIO
+from typing import TextIO
 
 import anyio
 from anyio.abc import ByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import StdioServerParameters, types
+from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
-import pydantic
 
-from .. import untrusted
+from .messages import MAX_MESSAGE_BYTES, McpMessageError, RunBlocking, decode_message
 
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one line of the child's output
-# Commas in one message: pydantic builds a tool list's models at about 2 µs a
-# tool, so the session's own validation of what passes stays near 10 ms.
-MAX_MESSAGE_VALUES = 16_384
-# Nesting of one message: deeper than a tool's schema may be (12, checked per
-# tool, which leaves out only that tool) with room for the envelope; a message
-# refused as a whole would take every tool of the server with it.
-MAX_MESSAGE_DEPTH = 128
-# Parts of one tool result read: pydantic makes each a model at about 4 µs
-# (8,000 parts took 34 ms), and the model reads 16 KB of them at most.
-MAX_RESULT_PARTS = 1024
-# Tools of one listing read: a model each too (about 3 µs); Soul keeps the
-# first 128 of a server (``tools.MAX_TOOLS_PER_SERVER``).
-MAX_LISTED_TOOLS = 1024
 EXIT_TIMEOUT = 2.0  # seconds the child has to exit once its stdin is closed
-
-RunBlocking = Callable[..., Awaitable[Any]]
-
-
-class McpMessageError(Exception):
-    """A message of the server that Soul does not read; ``str()`` says why."""
-
-
-async def decode_message(
-    line: bytes, run_blocking: RunBlocking, errors: str = "replace"
-) -> SessionMessage | Exception:
-    """Return one line of the server's output as a message, or why it is not one.
-
-    Raises ``McpMessageError`` for a line too large to read at all; a line
-    that is not a JSON-RPC message is returned as the exception, which the
-    session hands to its message handler (the SDK does the same).
-    """
-    if len(line) > MAX_MESSAGE_BYTES:
-        raise McpMessageError(
-            f"the server sent a message larger than {MAX_MESSAGE_BYTES} bytes"
-        )
-    if line.count(b",") > MAX_MESSAGE_VALUES:
-        raise McpMessageError(
-            f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
-        )
-    text = line.decode("utf-8", errors)
-    decode = partial(
-        untrusted.loads,
-        text,
-        max_bytes=MAX_MESSAGE_BYTES,
-        max_containers=MAX_MESSAGE_VALUES,
-        max_depth=MAX_MESSAGE_DEPTH,
-        what="the MCP server's message",
-        # A lone surrogate becomes U+FFFD, as the SDK's decoder replaces bad
-        # bytes: what a server says is read as well as it can be.
-        repair=True,
-    )
-    try:
-        value = (
-            decode() if untrusted.decodes_on_loop(text) else await run_blocking(decode)
-        )
-        _cut_lists(value)
-        return SessionMessage(types.JSONRPCMessage.model_validate(value))
-    except (untrusted.UntrustedInputError, pydantic.ValidationError) as err:
-        return err
-
-
-def _cut_lists(value: Any) -> None:
-    """Keep a result's first parts and tools (the SDK makes a model of each).
-
-    Past ``MAX_RESULT_PARTS`` a text part says how many more were not read;
-    past ``MAX_LISTED_TOOLS`` the rest of a listing is left out (Soul keeps
-    the first 128 anyway).
-    """
-    if not isinstance(value, dict) or not isinstance(
-        result := value.get("result"), dict
-    ):
-        return
-    if isinstance(parts := result.get("content"), list) and (
-        len(parts) > MAX_RESULT_PARTS
-    ):
-        result["content"] = [
-            *parts[:MAX_RESULT_PARTS],
-            {
-                "type": "text",
-                "text": f"…({len(parts) - MAX_RESULT_PARTS} more parts not read)",
-            },
-        ]
-    if isinstance(tools := result.get("tools"), list) and len(tools) > MAX_LISTED_TOOLS:
-        result["tools"] = tools[:MAX_LISTED_TOOLS]
 
 
 async def _read_lines(

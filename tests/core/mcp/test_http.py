@@ -1,0 +1,227 @@
+"""Soul's bounded HTTP transport against a real MCP server that floods its client.
+
+The server is tests/mcp_servers/hostile_server.py ``--http`` (written with the
+SDK, served by uvicorn in a subprocess): streamable HTTP answering with
+server-sent events or with JSON bodies, and the older SSE transport. The SDK's
+HTTP clients read each message whole and parse it on the event loop; Soul's
+transport (``core/mcp/http.py``) reads it first, within its bounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+import gzip
+import json
+import sys
+from typing import Any
+
+from aiohttp import web
+import httpx
+from mcp import types
+import pytest
+
+from custom_components.soul.core.mcp.config import parse_config
+from custom_components.soul.core.mcp.connection import (
+    CONNECTED,
+    FAILED,
+    McpCallError,
+    McpConnection,
+)
+from custom_components.soul.core.mcp.http import BoundedTransport, _Events, _line_end
+from custom_components.soul.core.mcp.messages import (
+    MAX_HTTP_MESSAGE_BYTES,
+    MAX_MESSAGE_VALUES,
+    MAX_RESULT_PARTS,
+    McpMessageError,
+)
+from tests.mcp_servers.http_server import HttpServer, serve_http_server
+from tests.mcp_servers.processes import HOSTILE_SERVER
+
+from .test_hub import until
+from .test_stdio import _text
+
+MODES = {
+    "streamable, events": (["--http"], False),
+    "streamable, json": (["--http", "--json-response"], False),
+    "sse transport": (["--http"], True),
+}
+
+
+async def _in_thread(fn: Any, *args: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+@pytest.fixture(params=list(MODES))
+def flood_server(
+    request: pytest.FixtureRequest, socket_enabled: None
+) -> Iterator[tuple[HttpServer, bool]]:
+    args, sse = MODES[request.param]
+    with serve_http_server(command=[sys.executable, HOSTILE_SERVER, *args]) as server:
+        yield server, sse
+
+
+@pytest.fixture
+async def flood(flood_server: tuple[HttpServer, bool]) -> AsyncIterator[McpConnection]:
+    server, sse = flood_server
+    entry: dict[str, Any] = {"url": server.sse_url if sse else server.mcp_url}
+    if sse:
+        entry["type"] = "sse"
+    connection = McpConnection(
+        parse_config({"mcpServers": {"flood": entry}})["flood"],
+        run_blocking=_in_thread,
+        http_client=lambda headers, timeout, wrap: httpx.AsyncClient(
+            headers=headers,
+            timeout=timeout,
+            transport=wrap(httpx.AsyncHTTPTransport()),
+        ),
+        backoff=(30.0, 60.0),  # a failed attempt is not retried within a test
+    )
+    connection.start(asyncio.ensure_future)
+    await until(lambda: connection.status == CONNECTED, timeout=30)
+    yield connection
+    await connection.stop()
+
+
+async def test_a_long_result_is_cut_and_one_of_too_many_values_ends_it(
+    flood: McpConnection,
+) -> None:
+    assert len((await flood.call("parts", {"count": 500})).content) == 500
+    # Each part is a model of the SDK's (about 4 µs): the rest are not read.
+    result = await flood.call("parts", {"count": 3000})
+    assert len(result.content) == MAX_RESULT_PARTS + 1
+    last = result.content[-1]
+    assert isinstance(last, types.TextContent)
+    assert last.text == f"…({3000 - MAX_RESULT_PARTS} more parts not read)"
+    assert _text(await flood.call("big", {"size": 100_000})) == "x" * 100_000
+    with pytest.raises(McpCallError):
+        await flood.call("parts", {"count": MAX_MESSAGE_VALUES})
+    await until(lambda: flood.status == FAILED)
+    assert flood.error == (
+        f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
+    )
+    assert flood.tools == []
+
+
+async def test_a_message_over_the_size_bound_ends_the_connection(
+    flood: McpConnection,
+) -> None:
+    with pytest.raises(McpCallError):
+        await flood.call("big", {"size": MAX_HTTP_MESSAGE_BYTES})
+    await until(lambda: flood.status == FAILED)
+    assert flood.error == (
+        f"the server sent a message larger than {MAX_HTTP_MESSAGE_BYTES} bytes"
+    )
+
+
+async def test_a_tool_list_of_too_many_values_ends_the_connection(
+    flood: McpConnection,
+) -> None:
+    # About three values a tool: 6,000 tools are over the bound.
+    assert _text(await flood.call("grow_many", {"count": 6000})) == "grown"
+    await until(lambda: flood.status == FAILED)
+    assert flood.error == (
+        f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
+    )
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+async def _events(chunks: list[bytes]) -> bytes:
+    refused: list[str] = []
+    stream = _Events(_Chunks(chunks), refused.append, _in_thread)
+    out = b"".join([part async for part in stream])
+    assert refused == []
+    return out
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+async def test_events_are_read_whatever_ends_their_lines(end: bytes) -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "result": {"a\ud800": [1, 2]}}
+    data = json.dumps(message).encode()
+    stream = end.join(
+        [b": a comment", b"id: 7", b"event: message", b"data: " + data, b"", b""]
+    )
+    # Every split of the stream in two chunks reads the same.
+    seen = {await _events([stream[:cut], stream[cut:]]) for cut in range(len(stream))}
+    assert seen == {
+        b": a comment\nid: 7\nevent: message\ndata: "
+        + json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "result": {"a\ufffd": [1, 2]}},
+            ensure_ascii=False,
+        ).encode()
+        + b"\n\n"
+    }
+
+
+async def test_other_events_and_an_unfinished_one_go_on_as_they_came() -> None:
+    assert await _events(
+        [b"event: endpoint\ndata: /messages/?id=1\n\n", b"data: {\ndata: }\n\n"]
+    ) == (b"event: endpoint\ndata: /messages/?id=1\n\ndata: {}\n\n")
+    # The data lines of one event are one message (joined by a line feed).
+    assert await _events([b"data: not json\n\n", b"data: {"]) == (b"data: not json\n\n")
+
+
+async def test_an_event_over_the_bound_is_refused_before_its_end() -> None:
+    refused: list[str] = []
+    huge = [b"data: " + b"x" * (1 << 20)] * 5  # no line end: never a whole event
+    with pytest.raises(McpMessageError, match="larger than"):
+        async for _ in _Events(_Chunks(huge), refused.append, _in_thread):
+            pass
+    assert refused == [
+        f"the server sent a message larger than {MAX_HTTP_MESSAGE_BYTES} bytes"
+    ]
+
+
+def test_line_ends() -> None:
+    assert _line_end(bytearray(b"ab\ncd"), 0) == (2, 3)
+    assert _line_end(bytearray(b"ab\r\ncd"), 0) == (2, 4)
+    assert _line_end(bytearray(b"ab\rcd"), 0) == (2, 3)
+    assert _line_end(bytearray(b"ab\r"), 0) is None  # an LF may come next
+    assert _line_end(bytearray(b"abcd"), 0) is None
+    assert _line_end(bytearray(b"a\nb\nc"), 2) == (3, 4)
+
+
+@pytest.fixture
+async def plain_server(socket_enabled: None) -> AsyncIterator[str]:
+    """A real HTTP server answering a gzip JSON body and echoing Accept-Encoding."""
+
+    async def compressed(request: web.Request) -> web.Response:
+        return web.Response(
+            body=gzip.compress(b'{"jsonrpc": "2.0", "id": 1, "result": {}}'),
+            headers={
+                "Content-Type": "application/json",
+                "Content-Encoding": "gzip",
+                "X-Asked": request.headers.get("Accept-Encoding", ""),
+            },
+        )
+
+    app = web.Application()
+    app.router.add_get("/gzip", compressed)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+async def test_a_compressed_answer_is_refused(plain_server: str) -> None:
+    refused: list[str] = []
+    transport = BoundedTransport(httpx.AsyncHTTPTransport(), _in_thread, refused.append)
+    async with (
+        httpx.AsyncClient(transport=transport) as client,
+        client.stream("GET", plain_server + "/gzip") as response,
+    ):
+        assert response.headers["X-Asked"] == "identity"
+        with pytest.raises(McpMessageError):
+            await response.aread()
+    assert refused == ["the server sent a response compressed as 'gzip'"]
