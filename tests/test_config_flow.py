@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+import logging
 from typing import Any
 from unittest.mock import patch
 
@@ -41,6 +42,7 @@ from custom_components.soul.const import (
     SECTION_MCP,
     SECTION_MEMORY,
 )
+from custom_components.soul.core.llm import MAX_COMPLETION_BYTES
 from devtools.broker import free_port
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
 
@@ -255,6 +257,25 @@ async def test_endpoint_server_error(hass: HomeAssistant, fake_llm: FakeOpenAI) 
         flow_id, llm_input(fake_llm)
     )
     assert result["errors"] == {"base": "cannot_connect"}
+
+
+async def test_an_endpoint_error_is_read_within_bounds(
+    hass: HomeAssistant, fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Soul's model client reads an answer within a completion's bound.
+
+    Home Assistant's shared client read a 47 MB error whole (and the openai
+    client parsed it on the loop).
+    """
+    fake_llm.models = None
+    fake_llm.fail(500, "x" * (MAX_COMPLETION_BYTES + 10))
+    caplog.set_level(logging.DEBUG, "custom_components.soul")
+    flow_id = await start_user_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, llm_input(fake_llm)
+    )
+    assert result["errors"] == {"base": "cannot_connect"}
+    assert f"larger than {MAX_COMPLETION_BYTES} bytes" in caplog.text
 
 
 @pytest.mark.parametrize(

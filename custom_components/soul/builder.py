@@ -9,7 +9,10 @@ from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.helpers.httpx_client import get_async_client
+from homeassistant.helpers.httpx_client import create_async_httpx_client
+from homeassistant.util.hass_dict import HassKey
+from homeassistant.util.ssl import client_context
+import httpx
 
 from .const import (
     CONF_FOLLOW_UP,
@@ -37,7 +40,7 @@ from .core.cognition.navigator import Navigator
 from .core.cognition.profiles import ProfileStore
 from .core.ingest import SnapshotIngest
 from .core.invoker import Invoker
-from .core.llm import LLMEndpoint, OpenAICompatibleLLM
+from .core.llm import LLMEndpoint, OpenAICompatibleLLM, limited_transport
 from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
 from .core.star.hub import StarHub
@@ -69,12 +72,32 @@ def llm_endpoint_from_config(config: Mapping[str, Any]) -> LLMEndpoint | None:
     )
 
 
+_LLM_HTTP_CLIENT: HassKey[httpx.AsyncClient] = HassKey(f"{DOMAIN}_llm_http_client")
+
+
+@callback
+def _llm_http_client(hass: HomeAssistant) -> httpx.AsyncClient:
+    """Return the HTTP client of every model endpoint (closed when Home Assistant stops).
+
+    As Home Assistant's shared client, with its SSL context, but reading an
+    endpoint's answers within Soul's bounds (``core.llm.limited_transport``).
+    """
+    if (client := hass.data.get(_LLM_HTTP_CLIENT)) is None:
+        client = hass.data[_LLM_HTTP_CLIENT] = create_async_httpx_client(
+            hass,
+            transport=limited_transport(
+                httpx.AsyncHTTPTransport(verify=client_context())
+            ),
+        )
+    return client
+
+
 async def async_create_llm(
     hass: HomeAssistant, endpoint: LLMEndpoint
 ) -> OpenAICompatibleLLM:
-    """Build the LLM client on Home Assistant's shared HTTP client."""
+    """Build the LLM client on Soul's shared HTTP client."""
     return await hass.async_add_executor_job(
-        partial(OpenAICompatibleLLM, endpoint, http_client=get_async_client(hass))
+        partial(OpenAICompatibleLLM, endpoint, http_client=_llm_http_client(hass))
     )
 
 

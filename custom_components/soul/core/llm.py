@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import httpx
 import openai
 
 # The client imports its resources (chat, models, …) on their first use: 140–165
@@ -16,9 +17,7 @@ import openai
 import openai.resources
 
 from . import untrusted
-
-if TYPE_CHECKING:
-    import httpx
+from .http_limits import AnswerRefusedError, LimitedTransport
 
 # Sent when the user gives no key: local servers (Ollama, llama.cpp, vLLM) ignore it,
 # and the openai client refuses to start without one.
@@ -97,9 +96,20 @@ class OpenAICompatibleLLM:
     def __init__(
         self, endpoint: LLMEndpoint, *, http_client: httpx.AsyncClient | None = None
     ) -> None:
-        """Create the client; ``http_client`` lets the host share its own pool."""
+        """Create the client; ``http_client`` lets the host share its own pool.
+
+        The host's client must read answers through ``limited_transport``;
+        without one, Soul's own does. The openai client reads an error's
+        body and a non-streamed answer whole and parses them on the event
+        loop: an endpoint's 47 MB error took 1 GB, and a 47 MB list of its
+        models held the loop 2.1 s in ``verify`` (2026-11-28).
+        """
         self.endpoint = endpoint
         self._owns_http_client = http_client is None
+        if http_client is None:
+            http_client = openai.DefaultAsyncHttpxClient(
+                transport=limited_transport(httpx.AsyncHTTPTransport())
+            )
         self.client = openai.AsyncOpenAI(
             base_url=endpoint.base_url,
             api_key=endpoint.api_key or NO_API_KEY,
@@ -118,24 +128,27 @@ class OpenAICompatibleLLM:
 
         ``GET /models`` is the cheapest call; servers that do not implement it
         (404) are asked for a one-token completion of the configured model.
-        Both within the deadline of a completion: setting Soul up waits here.
+        Only the answer's status counts: its body is not read. Both within
+        the deadline of a completion: setting Soul up waits here.
         """
         client = self.client.with_options(timeout=VERIFY_TIMEOUT, max_retries=0)
         try:
             async with asyncio.timeout(DEADLINE_TIMEOUTS * VERIFY_TIMEOUT):
                 try:
-                    await client.models.list()
+                    async with client.models.with_streaming_response.list():
+                        pass
                 except openai.NotFoundError:
-                    await client.chat.completions.create(
+                    async with client.chat.completions.with_streaming_response.create(
                         model=self.endpoint.model,
                         messages=[{"role": "user", "content": "ping"}],
                         max_tokens=1,
-                    )
+                    ):
+                        pass
         except TimeoutError:
             raise LLMConnectionError(_late(VERIFY_TIMEOUT)) from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise LLMAuthError(_said(err)) from err
-        except openai.OpenAIError as err:
+        except (openai.OpenAIError, AnswerRefusedError) as err:
             raise LLMConnectionError(_said(err)) from err
 
     async def chat(
@@ -183,8 +196,8 @@ class OpenAICompatibleLLM:
             raise LLMAuthError(_said(err)) from err
         except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
             raise LLMRequestRejectedError(_said(err)) from err
-        except openai.OpenAIError as err:
-            raise LLMConnectionError(_said(err)) from err
+        except (openai.OpenAIError, AnswerRefusedError) as err:
+            raise _unusable(err) from err
         decode = functools.partial(
             untrusted.loads,
             bytes(body),
@@ -248,9 +261,14 @@ class OpenAICompatibleLLM:
             raise LLMAuthError(_said(err)) from err
         except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
             raise LLMRequestRejectedError(_said(err)) from err
-        except openai.OpenAIError as err:
-            raise LLMConnectionError(_said(err)) from err
+        except (openai.OpenAIError, AnswerRefusedError) as err:
+            raise _unusable(err) from err
         yield assembly.reply()
+
+
+def limited_transport(inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
+    """Wrap the transport of an HTTP client that talks to an endpoint (``__init__``)."""
+    return LimitedTransport(inner, MAX_COMPLETION_BYTES)
 
 
 def _said(err: Exception) -> str:
@@ -260,6 +278,14 @@ def _said(err: Exception) -> str:
     log as they came (black-box run, 2026-11-28).
     """
     return untrusted.clean(str(err), MAX_ERROR_TEXT, multiline=False)
+
+
+def _unusable(err: Exception) -> LLMError:
+    """Return the error of a failed call: an answer Soul did not read says why."""
+    refused = err if isinstance(err, AnswerRefusedError) else err.__cause__
+    if isinstance(refused, AnswerRefusedError):
+        return LLMResponseError(_said(refused))
+    return LLMConnectionError(_said(err))
 
 
 def _late(timeout: float) -> str:

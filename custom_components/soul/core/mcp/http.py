@@ -10,8 +10,8 @@ SDK parses on the loop stays small. Anything else a server sends is passed on
 as it came, at most ``MAX_HTTP_MESSAGE_BYTES`` a body or an event. A message
 over a bound ends the connection: ``on_refused`` hears why, and the response
 ends with ``McpMessageError``. Responses are asked for without compression
-(``Accept-Encoding: identity``); a compressed one is refused, since its
-messages could not be read before the SDK's.
+(``http_limits``); a compressed one is refused, since its messages could not
+be read before the SDK's.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
+from ..http_limits import ask_uncompressed, compression, raw_stream, with_stream
 from .messages import (
     MAX_HTTP_MESSAGE_BYTES,
     McpMessageError,
@@ -46,17 +47,15 @@ class BoundedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; return the response with a bounded stream."""
-        request.headers["Accept-Encoding"] = "identity"
+        ask_uncompressed(request)
         response = await self._inner.handle_async_request(request)
-        headers = response.headers
-        kind = headers.get("content-type", "").partition(";")[0].strip().lower()
-        encoding = headers.get("content-encoding", "identity").strip().lower()
-        raw = response.stream
-        assert isinstance(raw, httpx.AsyncByteStream)  # noqa: S101 - an async transport's
+        kind = response.headers.get("content-type", "").partition(";")[0]
+        kind = kind.strip().lower()
+        raw = raw_stream(response)
         refused = self._on_refused
-        if encoding not in ("", "identity"):
+        if (compressed := compression(response)) is not None:
             stream: _Bounded = _Refused(
-                raw, refused, f"a response compressed as {encoding!r}"
+                raw, refused, f"a response compressed as {compressed!r}"
             )
         elif kind == "text/event-stream":
             stream = _Events(raw, refused, self._run_blocking)
@@ -64,13 +63,8 @@ class BoundedTransport(httpx.AsyncBaseTransport):
             stream = _JsonBody(raw, refused, self._run_blocking)
         else:
             stream = _Capped(raw, refused)
-        return httpx.Response(
-            response.status_code,
-            # The length changes when a message is written again.
-            headers=[(k, v) for k, v in headers.raw if k.lower() != b"content-length"],
-            stream=stream,
-            extensions=response.extensions,
-        )
+        # The length changes when a message is written again.
+        return with_stream(response, stream)
 
     async def aclose(self) -> None:
         """Close the wrapped transport."""

@@ -1,0 +1,102 @@
+"""HTTP answers of a server Soul talks to, read within a size and uncompressed.
+
+An HTTP client reads a body whole where it needs one (``openai`` reads an
+error's body and a non-streamed answer, then parses it on the event loop),
+and decompresses what a server compressed, however large. ``LimitedTransport``
+wraps a client's transport: every request asks for an uncompressed answer
+(``Accept-Encoding: identity``, as ``ask_uncompressed``), a compressed answer
+is refused when its body is read, and no body is read past ``max_bytes``;
+either raises ``AnswerRefusedError`` (an ``httpx.ReadError``, which the
+client reports as a connection error). The MCP transport
+(``mcp/http.py``) reads its messages the same way, with its own bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+
+
+class AnswerRefusedError(httpx.ReadError):
+    """An answer Soul does not read; ``str()`` says why."""
+
+
+def ask_uncompressed(request: httpx.Request) -> None:
+    """Ask for an answer whose body can be bounded as it is read."""
+    request.headers["Accept-Encoding"] = "identity"
+
+
+def compression(response: httpx.Response) -> str | None:
+    """Return how ``response`` is compressed, None when it is not."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    return None if encoding in ("", "identity") else encoding
+
+
+def with_stream(
+    response: httpx.Response, stream: httpx.AsyncByteStream
+) -> httpx.Response:
+    """Return ``response`` with ``stream`` as its body (its length may change)."""
+    return httpx.Response(
+        response.status_code,
+        headers=[
+            (k, v) for k, v in response.headers.raw if k.lower() != b"content-length"
+        ],
+        stream=stream,
+        extensions=response.extensions,
+    )
+
+
+def raw_stream(response: httpx.Response) -> httpx.AsyncByteStream:
+    """Return the body of an async transport's response."""
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream)  # noqa: S101 - an async transport's
+    return stream
+
+
+class LimitedTransport(httpx.AsyncBaseTransport):
+    """A transport whose answers are uncompressed and at most ``max_bytes`` a body."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, max_bytes: int) -> None:
+        """Wrap ``inner``."""
+        self._inner = inner
+        self._max_bytes = max_bytes
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``; return the answer with a bounded body."""
+        ask_uncompressed(request)
+        response = await self._inner.handle_async_request(request)
+        return with_stream(
+            response,
+            _Limited(raw_stream(response), self._max_bytes, compression(response)),
+        )
+
+    async def aclose(self) -> None:
+        """Close the wrapped transport."""
+        await self._inner.aclose()
+
+
+class _Limited(httpx.AsyncByteStream):
+    def __init__(
+        self, raw: httpx.AsyncByteStream, max_bytes: int, compressed: str | None
+    ) -> None:
+        self._raw = raw
+        self._max_bytes = max_bytes
+        self._compressed = compressed
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._compressed is not None:
+            raise AnswerRefusedError(
+                f"the server answered compressed as {self._compressed!r}"
+            )
+        size = 0
+        async for chunk in self._raw:
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise AnswerRefusedError(
+                    f"the server's answer is larger than {self._max_bytes} bytes"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._raw.aclose()
