@@ -264,8 +264,8 @@ async def test_an_endpoint_error_is_read_within_bounds(
 ) -> None:
     """Soul's model client reads an answer within a completion's bound.
 
-    Home Assistant's shared client read a 47 MB error whole (and the openai
-    client parsed it on the loop).
+    Home Assistant's shared client read a 47 MB error whole (850 MB; the
+    openai client parsed it on the loop).
     """
     fake_llm.models = None
     fake_llm.fail(500, "x" * (MAX_COMPLETION_BYTES + 10))

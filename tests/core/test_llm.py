@@ -269,7 +269,7 @@ async def test_answers_over_the_bound_are_not_read(
 ) -> None:
     """The openai client read an error's body whole and parsed it on the loop.
 
-    A 47 MB error took 1 GB; a 47 MB list of models held the loop 2.1 s in the
+    A 47 MB error took 850 MB; a 47 MB list of models held the loop 2 s in the
     endpoint check (2026-11-28).
     """
     base, asked = flooding_endpoint

@@ -101,8 +101,8 @@ class OpenAICompatibleLLM:
         The host's client must read answers through ``limited_transport``;
         without one, Soul's own does. The openai client reads an error's
         body and a non-streamed answer whole and parses them on the event
-        loop: an endpoint's 47 MB error took 1 GB, and a 47 MB list of its
-        models held the loop 2.1 s in ``verify`` (2026-11-28).
+        loop: an endpoint's 47 MB error took 850 MB, and a 47 MB list of its
+        models held the loop 2 s in ``verify`` (2026-11-28).
         """
         self.endpoint = endpoint
         self._owns_http_client = http_client is None
