@@ -107,8 +107,11 @@ class OpenAICompatibleLLM:
         self.endpoint = endpoint
         self._owns_http_client = http_client is None
         if http_client is None:
-            http_client = openai.DefaultAsyncHttpxClient(
-                transport=limited_transport(httpx.AsyncHTTPTransport())
+            # An httpx client, not the openai client's default: from openai 3 on,
+            # that is an httpx2 one, whose transports are not httpx's.
+            http_client = httpx.AsyncClient(
+                transport=limited_transport(httpx.AsyncHTTPTransport()),
+                follow_redirects=True,
             )
         self.client = openai.AsyncOpenAI(
             base_url=endpoint.base_url,
