@@ -23,6 +23,7 @@ from mcp import types
 
 from benchmarks.hostile_meter import Meter, Row, Section, in_executor, size_label
 from custom_components.soul.core.mcp.messages import (
+    MAX_HTTP_LISTED_TOOLS,
     MAX_HTTP_MESSAGE_BYTES,
     MAX_MESSAGE_VALUES,
     McpMessageError,
@@ -48,6 +49,26 @@ def _tools(count: int) -> bytes:
 
 def _parts(count: int) -> bytes:
     return _response({"content": [{"type": "text", "text": "p"}] * count})
+
+
+def _fastmcp_tool(number: int) -> dict[str, Any]:
+    """Return a tool as FastMCP lists one (12 values: its input and output schemas)."""
+    return {
+        "name": f"t{number}",
+        "description": "d",
+        "inputSchema": {
+            "properties": {"x": {"title": "X", "type": "string"}},
+            "required": ["x"],
+            "title": "echoArguments",
+            "type": "object",
+        },
+        "outputSchema": {
+            "properties": {"result": {"title": "Result", "type": "string"}},
+            "required": ["result"],
+            "title": "echoOutput",
+            "type": "object",
+        },
+    }
 
 
 def _one_part(size: int) -> bytes:
@@ -136,7 +157,37 @@ async def mcp_messages(meter: Meter) -> list[Section]:
         " parse and result model",
     )
     text = MAX_HTTP_MESSAGE_BYTES - 100
-    cases += [
+    cases = [
+        (
+            f"tool list, {tools:,} tools ({MAX_HTTP_LISTED_TOOLS} read)",
+            tools_raw,
+            types.ListToolsResult,
+        ),
+        (
+            f"tool list, 1,300 tools of FastMCP's schemas ({MAX_HTTP_LISTED_TOOLS} read)",
+            _response({"tools": [_fastmcp_tool(n) for n in range(1300)]}),
+            types.ListToolsResult,
+        ),
+        (
+            "one tool, a schema of 5,000 properties (refused)",
+            _response(
+                {
+                    "tools": [
+                        {
+                            "name": "wide",
+                            "inputSchema": {
+                                "type": "object",
+                                "properties": {
+                                    f"p{n}": {"type": "string"} for n in range(5000)
+                                },
+                            },
+                        }
+                    ]
+                }
+            ),
+            types.ListToolsResult,
+        ),
+        *cases[1:],
         (f"one text of {size_label(text)}", _one_part(text), types.CallToolResult),
         (
             f"one text of {text // 6:,} CJK characters (escaped)",

@@ -30,10 +30,13 @@ from custom_components.soul.core.mcp.connection import (
 )
 from custom_components.soul.core.mcp.http import BoundedTransport, _Events, _line_end
 from custom_components.soul.core.mcp.messages import (
+    MAX_HTTP_LISTED_TOOLS,
     MAX_HTTP_MESSAGE_BYTES,
+    MAX_HTTP_MESSAGE_VALUES,
     MAX_MESSAGE_VALUES,
     MAX_RESULT_PARTS,
     McpMessageError,
+    rewrite_message,
 )
 from tests.mcp_servers.http_server import HttpServer, serve_http_server
 from tests.mcp_servers.processes import HOSTILE_SERVER
@@ -61,13 +64,11 @@ def flood_server(
         yield server, sse
 
 
-@pytest.fixture
-async def flood(flood_server: tuple[HttpServer, bool]) -> AsyncIterator[McpConnection]:
-    server, sse = flood_server
+def _connection(server: HttpServer, sse: bool = False) -> McpConnection:
     entry: dict[str, Any] = {"url": server.sse_url if sse else server.mcp_url}
     if sse:
         entry["type"] = "sse"
-    connection = McpConnection(
+    return McpConnection(
         parse_config({"mcpServers": {"flood": entry}})["flood"],
         run_blocking=_in_thread,
         http_client=lambda headers, timeout, wrap: httpx.AsyncClient(
@@ -77,6 +78,11 @@ async def flood(flood_server: tuple[HttpServer, bool]) -> AsyncIterator[McpConne
         ),
         backoff=(30.0, 60.0),  # a failed attempt is not retried within a test
     )
+
+
+@pytest.fixture
+async def flood(flood_server: tuple[HttpServer, bool]) -> AsyncIterator[McpConnection]:
+    connection = _connection(*flood_server)
     connection.start(asyncio.ensure_future)
     await until(lambda: connection.status == CONNECTED, timeout=30)
     yield connection
@@ -123,6 +129,49 @@ async def test_a_tool_list_of_too_many_values_ends_the_connection(
     assert flood.error == (
         f"the server sent a message of more than {MAX_MESSAGE_VALUES} values"
     )
+
+
+async def test_a_listing_over_http_is_cut_to_what_soul_keeps(
+    socket_enabled: None,
+) -> None:
+    """The SDK parses an HTTP message on the loop: 1,024 tools took 18-37 ms."""
+    command = [sys.executable, HOSTILE_SERVER, "--http", "--tools", "1200"]
+    with serve_http_server(command=command) as server:
+        connection = _connection(server)
+        connection.start(asyncio.ensure_future)
+        try:
+            await until(lambda: connection.status == CONNECTED, timeout=30)
+            assert len(connection.tools) == 128
+            assert "1 or more tools over 128" in connection.skipped
+        finally:
+            await connection.stop()
+
+
+async def test_a_message_of_too_many_values_once_cut_is_refused() -> None:
+    schema = {
+        "type": "object",
+        "properties": {f"p{n}": {"type": "string"} for n in range(5000)},
+    }
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"tools": [{"name": "a", "inputSchema": schema}]},
+    }
+    raw = json.dumps(message).encode()
+    assert raw.count(b",") < MAX_MESSAGE_VALUES  # within the bound of a stdio line
+    with pytest.raises(McpMessageError, match=f"more than {MAX_HTTP_MESSAGE_VALUES}"):
+        await rewrite_message(raw, _in_thread)
+    few = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "tools": [{"name": f"t{n}", "inputSchema": {}} for n in range(300)]
+            },
+        }
+    )
+    cut = json.loads(await rewrite_message(few.encode(), _in_thread))
+    assert len(cut["result"]["tools"]) == MAX_HTTP_LISTED_TOOLS
 
 
 class _Chunks(httpx.AsyncByteStream):

@@ -12,7 +12,8 @@ result parts are cut (``cut_lists``) before the SDK makes models of them. The
 stdio transport makes the ``JSONRPCMessage`` from the decoded value
 (``decode_message``); the HTTP transports hand the SDK the value written
 again (``rewrite_message``), which it parses on the loop, so an HTTP message
-is bounded more tightly. A refused message ends the connection.
+is bounded more tightly (its size, its tools, its values once cut). A
+refused message ends the connection.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ MAX_RESULT_PARTS = 1024
 # Tools of one listing read: a model each too (about 3 µs); Soul keeps the
 # first 128 of a server (``tools.MAX_TOOLS_PER_SERVER``).
 MAX_LISTED_TOOLS = 1024
+# Over HTTP the SDK parses the message's JSON on the loop at 1.2–3 µs a value
+# (1,024 tools of FastMCP's schemas, 12,289 values: 18–37 ms): one more tool
+# than Soul keeps (so that it knows there were more), and at most this many
+# values in all once the lists are cut.
+MAX_HTTP_LISTED_TOOLS = 129
+MAX_HTTP_MESSAGE_VALUES = 4096
 
 RunBlocking = Callable[..., Awaitable[Any]]
 
@@ -67,7 +74,7 @@ def _checked(raw: bytes, max_bytes: int, errors: str) -> str:
     return raw.decode("utf-8", errors)
 
 
-def _value(text: str, max_bytes: int) -> Any:
+def _value(text: str, max_bytes: int, max_tools: int = MAX_LISTED_TOOLS) -> Any:
     """Decode one message and cut its lists; raise ``UntrustedInputError``."""
     value = untrusted.loads(
         text,
@@ -79,7 +86,7 @@ def _value(text: str, max_bytes: int) -> Any:
         # bytes: what a server says is read as well as it can be.
         repair=True,
     )
-    cut_lists(value)
+    cut_lists(value, max_tools)
     return value
 
 
@@ -104,7 +111,32 @@ async def decode_message(
 
 
 def _written(text: str) -> bytes:
-    return json.dumps(_value(text, MAX_HTTP_MESSAGE_BYTES), ensure_ascii=False).encode()
+    value = _value(text, MAX_HTTP_MESSAGE_BYTES, MAX_HTTP_LISTED_TOOLS)
+    if _more_values(value, MAX_HTTP_MESSAGE_VALUES):
+        raise McpMessageError(
+            f"the server sent a message of more than {MAX_HTTP_MESSAGE_VALUES}"
+            " values (HTTP)"
+        )
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _more_values(value: Any, limit: int) -> bool:
+    """Whether ``value``'s objects and arrays hold more than ``limit`` members."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            count += len(item)
+            stack.extend(item)
+        else:
+            continue
+        if count > limit:
+            return True
+    return False
 
 
 async def rewrite_message(raw: bytes, run_blocking: RunBlocking) -> bytes:
@@ -123,12 +155,12 @@ async def rewrite_message(raw: bytes, run_blocking: RunBlocking) -> bytes:
         return raw
 
 
-def cut_lists(value: Any) -> None:
+def cut_lists(value: Any, max_tools: int = MAX_LISTED_TOOLS) -> None:
     """Keep a result's first parts and tools (the SDK makes a model of each).
 
     Past ``MAX_RESULT_PARTS`` a text part says how many more were not read;
-    past ``MAX_LISTED_TOOLS`` the rest of a listing is left out (Soul keeps
-    the first 128 anyway).
+    past ``max_tools`` the rest of a listing is left out (Soul keeps the
+    first 128 anyway).
     """
     if not isinstance(value, dict) or not isinstance(
         result := value.get("result"), dict
@@ -144,5 +176,5 @@ def cut_lists(value: Any) -> None:
                 "text": f"…({len(parts) - MAX_RESULT_PARTS} more parts not read)",
             },
         ]
-    if isinstance(tools := result.get("tools"), list) and len(tools) > MAX_LISTED_TOOLS:
-        result["tools"] = tools[:MAX_LISTED_TOOLS]
+    if isinstance(tools := result.get("tools"), list) and len(tools) > max_tools:
+        result["tools"] = tools[:max_tools]

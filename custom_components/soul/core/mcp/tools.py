@@ -105,7 +105,9 @@ def parse_tools(
         )
     if len(listed) > MAX_TOOLS_PER_SERVER:
         skipped.append(
-            f"{len(listed) - MAX_TOOLS_PER_SERVER} tools over {MAX_TOOLS_PER_SERVER}"
+            # The transports cut a listing (``messages``): at least this many.
+            f"{len(listed) - MAX_TOOLS_PER_SERVER} or more tools over"
+            f" {MAX_TOOLS_PER_SERVER}"
         )
     return tools, skipped
 
