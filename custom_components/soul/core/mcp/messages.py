@@ -8,7 +8,7 @@ hostile server, 2026-11-28). Here a message is refused past its size or
 ``MAX_MESSAGE_VALUES`` commas (an upper bound of its values), decoded by
 ``untrusted.loads`` — on the loop when it is small
 (``untrusted.decodes_on_loop``), else in the executor — and its tool list and
-result parts are cut (``cut_lists``) before the SDK makes models of them. The
+result parts are cut (``_cut_lists``) before the SDK makes models of them. The
 stdio transport makes the ``JSONRPCMessage`` from the decoded value
 (``decode_message``); the HTTP transports hand the SDK the value written
 again (``rewrite_message``), which it parses on the loop, so an HTTP message
@@ -86,7 +86,7 @@ def _value(text: str, max_bytes: int, max_tools: int = MAX_LISTED_TOOLS) -> Any:
         # bytes: what a server says is read as well as it can be.
         repair=True,
     )
-    cut_lists(value, max_tools)
+    _cut_lists(value, max_tools)
     return value
 
 
@@ -155,7 +155,7 @@ async def rewrite_message(raw: bytes, run_blocking: RunBlocking) -> bytes:
         return raw
 
 
-def cut_lists(value: Any, max_tools: int = MAX_LISTED_TOOLS) -> None:
+def _cut_lists(value: Any, max_tools: int = MAX_LISTED_TOOLS) -> None:
     """Keep a result's first parts and tools (the SDK makes a model of each).
 
     Past ``MAX_RESULT_PARTS`` a text part says how many more were not read;
