@@ -27,6 +27,7 @@ from custom_components.soul.core.mcp.messages import (
     MAX_HTTP_MESSAGE_BYTES,
     MAX_MESSAGE_VALUES,
     McpMessageError,
+    SchemaStash,
     decode_message,
     rewrite_message,
 )
@@ -90,14 +91,21 @@ async def _read(raw: bytes, model: type[Any]) -> None:
 
 
 async def _read_http(raw: bytes, model: type[Any]) -> None:
-    """Read one JSON body as Soul's HTTP transport, then the SDK's client, do."""
+    """Read one JSON body as Soul's HTTP transport, then the SDK's client, do.
+
+    A listing's tools get their input schemas back, as the connection does.
+    """
+    stash = SchemaStash()
     try:
-        written = await rewrite_message(raw, in_executor)
+        written = await rewrite_message(raw, in_executor, stash)
     except McpMessageError:
         return  # refused: the connection ends
     root = types.JSONRPCMessage.model_validate_json(written).root
     if isinstance(root, types.JSONRPCResponse):
-        model.model_validate(root.result)
+        result = model.model_validate(root.result)
+        if isinstance(result, types.ListToolsResult):
+            for tool in result.tools:
+                stash.restore(tool)
 
 
 def _largest(build: Any, per_item: int) -> tuple[int, bytes]:
@@ -169,7 +177,7 @@ async def mcp_messages(meter: Meter) -> list[Section]:
             types.ListToolsResult,
         ),
         (
-            "one tool, a schema of 5,000 properties (refused)",
+            "one tool, a schema of 5,000 properties (kept aside)",
             _response(
                 {
                     "tools": [
@@ -188,6 +196,13 @@ async def mcp_messages(meter: Meter) -> list[Section]:
             types.ListToolsResult,
         ),
         *cases[1:],
+        (
+            "a result of 5,000 structured values, no text (refused)",
+            _response(
+                {"content": [], "structuredContent": {str(n): n for n in range(5000)}}
+            ),
+            types.CallToolResult,
+        ),
         (f"one text of {size_label(text)}", _one_part(text), types.CallToolResult),
         (
             f"one text of {text // 6:,} CJK characters (escaped)",

@@ -1,9 +1,11 @@
 """An MCP server that floods its client, for the bounds of Soul's transports.
 
 Run it as a script: ``python /abs/path/tests/mcp_servers/hostile_server.py
-[--tools N] [--deep N] [--http [--json-response]]``: ``--tools`` starts with
-``N`` more tools (``t0``, …), ``--deep`` with a tool ``deep`` whose input
-schema nests ``N`` objects. Over stdio by default; with ``--http`` it serves
+[--tools N] [--rich N] [--deep N] [--http [--json-response]]``: ``--tools``
+starts with ``N`` more tools (``t0``, …), ``--rich`` with ``N`` tools
+(``r0``, …) whose input schemas have 16 described properties each (about 50
+values a tool, as rich servers list them), ``--deep`` with a tool ``deep``
+whose input schema nests ``N`` objects. Over stdio by default; with ``--http`` it serves
 streamable HTTP (answers as server-sent events, or as JSON bodies with
 ``--json-response``) and SSE as ``http_server`` does, printing ``PORT <n>``
 once it listens. Tools (written with the SDK's FastMCP):
@@ -16,6 +18,8 @@ once it listens. Tools (written with the SDK's FastMCP):
 - ``parts(count: int)``: answers ``count`` text parts ``"p0"``, ``"p1"``, ….
 - ``calls()``: how many times ``tools/list`` was asked for, as text.
 - ``big(size: int)``: answers one text of ``size`` characters ``x``.
+- ``mismatch()``: listed with an output schema (a ``pattern``) that its
+  structured answer does not meet; its text part says ``"a"``.
 """
 
 from __future__ import annotations
@@ -37,9 +41,32 @@ def _nested(depth: int) -> dict[str, Any]:
     return schema
 
 
+def rich_schema(number: int) -> dict[str, Any]:
+    """Return the input schema of ``--rich`` tool ``number`` (16 properties)."""
+    return {
+        "type": "object",
+        "properties": {
+            f"p{n}": {"type": "string", "description": f"property {n} of r{number}"}
+            for n in range(16)
+        },
+        "required": ["p0"],
+    }
+
+
+MISMATCH = types.Tool(
+    name="mismatch",
+    inputSchema={"type": "object"},
+    outputSchema={
+        "type": "object",
+        "properties": {"r": {"type": "string", "pattern": "^b$"}},
+    },
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tools", type=int, default=0)
+    parser.add_argument("--rich", type=int, default=0)
     parser.add_argument("--deep", type=int, default=0)
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--json-response", action="store_true")
@@ -105,14 +132,29 @@ def main() -> int:
 
     for number in range(args.tools):
         server.add_tool(echo, name=f"t{number}", description="d")
+    extra = [MISMATCH]
+    extra += [
+        types.Tool(name=f"r{n}", description="d", inputSchema=rich_schema(n))
+        for n in range(args.rich)
+    ]
     if args.deep:
-        deep = types.Tool(name="deep", inputSchema=_nested(args.deep))
-        base_list = counted_list_tools
+        extra.append(types.Tool(name="deep", inputSchema=_nested(args.deep)))
 
-        async def with_deep() -> list[types.Tool]:
-            return [*await base_list(), deep]
+    async def with_extra() -> list[types.Tool]:
+        return [*await counted_list_tools(), *extra]
 
-        server._mcp_server.list_tools()(with_deep)
+    server._mcp_server.list_tools()(with_extra)
+    call_tool = server.call_tool
+
+    async def calling(name: str, arguments: dict[str, Any]) -> Any:
+        if name == "mismatch":  # as it is, past the server's own output check
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="a")],
+                structuredContent={"r": "a"},
+            )
+        return await call_tool(name, arguments)
+
+    server._mcp_server.call_tool(validate_input=False)(calling)
 
     if not args.http:
         server.run("stdio")

@@ -35,14 +35,19 @@ from custom_components.soul.core.mcp.messages import (
     MAX_HTTP_MESSAGE_VALUES,
     MAX_MESSAGE_VALUES,
     MAX_RESULT_PARTS,
+    STUB_KEY,
     McpMessageError,
+    SchemaStash,
     rewrite_message,
 )
+from tests.mcp_servers.hostile_server import rich_schema
 from tests.mcp_servers.http_server import HttpServer, serve_http_server
 from tests.mcp_servers.processes import HOSTILE_SERVER
 
 from .test_hub import until
 from .test_stdio import _text
+
+RICH_SCHEMA_VALUES = 52  # ``hostile_server.rich_schema``: members of its objects
 
 MODES = {
     "streamable, events": (["--http"], False),
@@ -148,6 +153,18 @@ async def test_a_listing_over_http_is_cut_to_what_soul_keeps(
 
 
 async def test_a_message_of_too_many_values_once_cut_is_refused() -> None:
+    # A result the SDK would parse whole: its structure, and no text part.
+    structured = {f"p{n}": n for n in range(5000)}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": [], "structuredContent": structured},
+    }
+    raw = json.dumps(message).encode()
+    assert raw.count(b",") < MAX_MESSAGE_VALUES  # within the bound of a stdio line
+    with pytest.raises(McpMessageError, match=f"more than {MAX_HTTP_MESSAGE_VALUES}"):
+        await rewrite_message(raw, _in_thread, SchemaStash())
+    # A tool's schema is not the SDK's to parse: kept aside, whatever its size.
     schema = {
         "type": "object",
         "properties": {f"p{n}": {"type": "string"} for n in range(5000)},
@@ -157,10 +174,14 @@ async def test_a_message_of_too_many_values_once_cut_is_refused() -> None:
         "id": 1,
         "result": {"tools": [{"name": "a", "inputSchema": schema}]},
     }
-    raw = json.dumps(message).encode()
-    assert raw.count(b",") < MAX_MESSAGE_VALUES  # within the bound of a stdio line
-    with pytest.raises(McpMessageError, match=f"more than {MAX_HTTP_MESSAGE_VALUES}"):
-        await rewrite_message(raw, _in_thread)
+    assert (
+        len(
+            await rewrite_message(
+                json.dumps(message).encode(), _in_thread, SchemaStash()
+            )
+        )
+        < 200
+    )
     few = json.dumps(
         {
             "jsonrpc": "2.0",
@@ -170,8 +191,90 @@ async def test_a_message_of_too_many_values_once_cut_is_refused() -> None:
             },
         }
     )
-    cut = json.loads(await rewrite_message(few.encode(), _in_thread))
+    cut = json.loads(await rewrite_message(few.encode(), _in_thread, SchemaStash()))
     assert len(cut["result"]["tools"]) == MAX_HTTP_LISTED_TOOLS
+
+
+async def test_a_listing_of_rich_schemas_is_read_whole(socket_enabled: None) -> None:
+    """The SDK parses stubs in place of the input schemas, which Soul keeps.
+
+    128 tools of 16 described properties: more values than the SDK may parse
+    on the loop (the listing was refused before), none of them the SDK's.
+    """
+    assert 128 * RICH_SCHEMA_VALUES > MAX_HTTP_MESSAGE_VALUES
+    command = [sys.executable, HOSTILE_SERVER, "--http", "--rich", "128"]
+    with serve_http_server(command=command) as server:
+        connection = _connection(server)
+        connection.start(asyncio.ensure_future)
+        try:
+            await until(lambda: connection.status == CONNECTED, timeout=30)
+            rich = {
+                tool.tool: tool.skill.input_schema
+                for tool in connection.tools
+                if tool.tool.startswith("r")
+            }
+            assert len(connection.tools) == 128
+            assert len(rich) > 100 and all(
+                schema == rich_schema(int(name[1:])) for name, schema in rich.items()
+            )
+        finally:
+            await connection.stop()
+
+
+async def test_a_result_is_read_whatever_its_tool_says_of_its_structure(
+    flood: McpConnection,
+) -> None:
+    """As over stdio (``test_stdio``): no output schema reaches the SDK."""
+    result = await flood.call("mismatch", {})
+    assert _text(result) == "a"
+    assert {tool.tool for tool in flood.tools} >= {"mismatch", "notify"}
+
+
+async def test_a_stub_is_restored_only_from_its_own_listing() -> None:
+    stash = SchemaStash()
+
+    def listing(*schemas: Any) -> bytes:
+        tools = [
+            {"name": f"t{n}", "inputSchema": schema} for n, schema in enumerate(schemas)
+        ]
+        message = {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}
+        return json.dumps(message).encode()
+
+    def tools(written: bytes) -> list[types.Tool]:
+        result = json.loads(written)["result"]
+        return types.ListToolsResult.model_validate(result).tools
+
+    first = tools(await rewrite_message(listing({"a": 1}, {}), _in_thread, stash))
+    assert [tool.inputSchema for tool in first] == [
+        {"type": "object", STUB_KEY: "1:0"},
+        {"type": "object", STUB_KEY: "1:1"},
+    ]
+    restored = [stash.restore(tool) for tool in first]
+    assert [tool and tool.inputSchema for tool in restored] == [{"a": 1}, {}]
+    second = tools(await rewrite_message(listing({"b": 2}), _in_thread, stash))
+    assert stash.restore(first[0]) is None  # a later listing came
+    restored = stash.restore(second[0])
+    assert restored is not None and restored.inputSchema == {"b": 2}
+    # A result or a notification keeps the listing.
+    await rewrite_message(
+        b'{"jsonrpc": "2.0", "id": 2, "result": {}}', _in_thread, stash
+    )
+    assert stash.restore(second[0]) is not None
+    for forged in ({"type": "object"}, {"type": "object", STUB_KEY: "2:9"}):
+        assert (
+            stash.restore(second[0].model_copy(update={"inputSchema": forged})) is None
+        )
+
+
+async def test_what_soul_cannot_read_never_reaches_the_sdk() -> None:
+    """A message Soul's decoder refuses is not handed on: the SDK's might read it."""
+    for raw in (
+        b"not json",
+        b'{"a": ' + b"[" * 200 + b"]" * 200 + b"}",  # deeper than Soul reads
+        b'{"a": ' + b"1" * 5000 + b"}",  # more digits than Python reads
+    ):
+        with pytest.raises(McpMessageError, match="the MCP server's message"):
+            await rewrite_message(raw, _in_thread, SchemaStash())
 
 
 class _Chunks(httpx.AsyncByteStream):
@@ -185,7 +288,7 @@ class _Chunks(httpx.AsyncByteStream):
 
 async def _events(chunks: list[bytes]) -> bytes:
     refused: list[str] = []
-    stream = _Events(_Chunks(chunks), refused.append, _in_thread)
+    stream = _Events(_Chunks(chunks), refused.append, _in_thread, SchemaStash())
     out = b"".join([part async for part in stream])
     assert refused == []
     return out
@@ -215,14 +318,23 @@ async def test_other_events_and_an_unfinished_one_go_on_as_they_came() -> None:
         [b"event: endpoint\ndata: /messages/?id=1\n\n", b"data: {\ndata: }\n\n"]
     ) == (b"event: endpoint\ndata: /messages/?id=1\n\ndata: {}\n\n")
     # The data lines of one event are one message (joined by a line feed).
-    assert await _events([b"data: not json\n\n", b"data: {"]) == (b"data: not json\n\n")
+    assert await _events([b"data: []\n\n", b"data: {"]) == (b"data: []\n\n")
+    refused: list[str] = []
+    with pytest.raises(McpMessageError, match="not valid JSON"):
+        async for _ in _Events(
+            _Chunks([b"data: not json\n\n"]), refused.append, _in_thread, SchemaStash()
+        ):
+            pass
+    assert refused and "not valid JSON" in refused[0]
 
 
 async def test_an_event_over_the_bound_is_refused_before_its_end() -> None:
     refused: list[str] = []
     huge = [b"data: " + b"x" * (1 << 20)] * 5  # no line end: never a whole event
     with pytest.raises(McpMessageError, match="larger than"):
-        async for _ in _Events(_Chunks(huge), refused.append, _in_thread):
+        async for _ in _Events(
+            _Chunks(huge), refused.append, _in_thread, SchemaStash()
+        ):
             pass
     assert refused == [
         f"the server sent a message larger than {MAX_HTTP_MESSAGE_BYTES} bytes"
@@ -265,7 +377,9 @@ async def plain_server(socket_enabled: None) -> AsyncIterator[str]:
 
 async def test_a_compressed_answer_is_refused(plain_server: str) -> None:
     refused: list[str] = []
-    transport = BoundedTransport(httpx.AsyncHTTPTransport(), _in_thread, refused.append)
+    transport = BoundedTransport(
+        httpx.AsyncHTTPTransport(), _in_thread, refused.append, SchemaStash()
+    )
     async with (
         httpx.AsyncClient(transport=transport) as client,
         client.stream("GET", plain_server + "/gzip") as response,

@@ -156,6 +156,56 @@ async def test_a_result_of_too_many_parts_fails_the_call(
     assert "more than" in (hostile.error or "")
 
 
+async def test_a_result_is_read_whatever_its_tool_says_of_its_structure(
+    hostile: McpConnection,
+) -> None:
+    """The SDK checks structured content against a tool's output schema.
+
+    On the loop, with ``jsonschema``, whose ``pattern`` runs Python's ``re``
+    without a time limit: a hostile server's ``^(a+)+$`` held the loop for
+    0.57 s with 24 characters, and the time doubles with each one more
+    (black box, 2026-11-28). Soul drops output schemas before the SDK reads
+    a listing: ``mismatch``'s answer does not meet its schema, and the SDK
+    would refuse it (RuntimeError) had it seen the schema.
+    """
+    result = await hostile.call("mismatch", {})
+    assert _text(result) == "a"
+    assert result.structuredContent is None  # a text part says it already
+
+
+async def test_a_listing_loses_its_output_schemas_and_a_result_its_structure() -> None:
+    tools = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {
+            "tools": [
+                {
+                    "name": "a",
+                    "inputSchema": {"type": "object"},
+                    "outputSchema": {"type": "object"},
+                },
+                "not a tool",
+            ]
+        },
+    }
+    decoded = await decode_message(json.dumps(tools).encode(), _in_thread)
+    assert not isinstance(decoded, Exception)
+    assert decoded.message.root.result == {  # type: ignore[union-attr]
+        "tools": [{"name": "a", "inputSchema": {"type": "object"}}, "not a tool"]
+    }
+    for content, kept in (
+        ([{"type": "text", "text": "{}"}], False),
+        ([{"type": "image", "data": "", "mimeType": "image/png"}], True),
+        ([], True),
+    ):
+        result = {"content": content, "structuredContent": {"r": 1}}
+        line = json.dumps({"jsonrpc": "2.0", "id": 4, "result": result}).encode()
+        decoded = await decode_message(line, _in_thread)
+        assert not isinstance(decoded, Exception)
+        read = decoded.message.root.result  # type: ignore[union-attr]
+        assert ("structuredContent" in read) is kept
+
+
 async def test_a_message_decodes_as_the_sdk_reads_it() -> None:
     message = {
         "jsonrpc": "2.0",

@@ -35,7 +35,7 @@ from .. import untrusted
 from ..logs import trace_logger
 from .config import ServerConfig
 from .http import BoundedTransport
-from .messages import McpMessageError
+from .messages import McpMessageError, SchemaStash
 from .stdio import bounded_stdio_client
 from .tools import McpTool, parse_tools
 
@@ -107,6 +107,8 @@ class McpConnection:
         self._why: str | None = None  # why the current attempt ended
         self._refused: str | None = None  # a message the transport would not read
         self._session: ClientSession | None = None
+        # The input schemas of the tools an HTTP server lists (per attempt).
+        self._stash = SchemaStash()
         # What the session reads the server's messages from (while it runs).
         self._forward: MemoryObjectSendStream[Any] | None = None
         self._stop = asyncio.Event()
@@ -177,6 +179,7 @@ class McpConnection:
     async def _connect_once(self) -> None:
         self._why = None
         self._refused = None
+        self._stash = SchemaStash()
         errlog: TextIO | None = None
         async with AsyncExitStack() as stack:
             try:
@@ -320,23 +323,35 @@ class McpConnection:
 
     async def _list_tools(self, session: ClientSession) -> None:
         listed: list[types.Tool] = []
+        unread: list[str] = []
         cursor: str | None = None
+        # Over HTTP the transport kept each tool's input schema (``messages``).
+        stash = None if self.config.transport == "stdio" else self._stash
         for _ in range(MAX_PAGES):
             page = await session.list_tools(
                 params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
             )
-            listed += page.tools
+            if stash is None:
+                listed += page.tools
+            else:  # HTTP: each page's schemas, before the next page replaces them
+                for tool in page.tools:
+                    if (restored := stash.restore(tool)) is not None:
+                        listed.append(restored)
+                    else:
+                        unread.append(
+                            f"{untrusted.clean(tool.name, 80, multiline=False)!r}: "
+                            "its input schema could not be read"
+                        )
             cursor = page.nextCursor
             if not cursor:
                 break
-        self.tools, self.skipped = await self._run_blocking(
-            parse_tools, self.name, listed
-        )
+        self.tools, skipped = await self._run_blocking(parse_tools, self.name, listed)
+        self.skipped = unread + skipped
         for why in self.skipped:
             _LOGGER.warning("MCP server %s: a tool was left out: %s", self.name, why)
 
     def _bounded(self, inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
-        return BoundedTransport(inner, self._run_blocking, self._refuse)
+        return BoundedTransport(inner, self._run_blocking, self._refuse, self._stash)
 
     def _refuse(self, why: str) -> None:
         """End the attempt: an HTTP server sent a message Soul does not read.
@@ -344,7 +359,7 @@ class McpConnection:
         The session's stream ends, so its pending requests fail at once
         ("Connection closed"), as when a stdio server's line is refused.
         """
-        self._refused = why
+        self._refused = self._refused or why  # the first says why it ended
         if self._forward is not None:
             self._forward.close()
         if self._ended is not None:

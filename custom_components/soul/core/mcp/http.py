@@ -5,8 +5,9 @@ event whole and parse it on the event loop, without a limit. ``BoundedTransport`
 wraps the HTTP client's transport: a JSON body of a successful response and
 each ``message`` event are read whole up to ``MAX_HTTP_MESSAGE_BYTES`` and
 handed on as ``messages.rewrite_message`` writes them (bounded, decoded in the
-executor when large, their tool list and result parts cut), so that what the
-SDK parses on the loop stays small. Anything else a server sends is passed on
+executor when large, their tool list and result parts cut, the tools' input
+schemas kept in a ``SchemaStash``), so that what the SDK parses on the loop
+stays small. Anything else a server sends is passed on
 as it came, at most ``MAX_HTTP_MESSAGE_BYTES`` a body or an event. A message
 over a bound ends the connection: ``on_refused`` hears why, and the response
 ends with ``McpMessageError``. Responses are asked for without compression
@@ -25,6 +26,7 @@ from .messages import (
     MAX_HTTP_MESSAGE_BYTES,
     McpMessageError,
     RunBlocking,
+    SchemaStash,
     rewrite_message,
 )
 
@@ -39,11 +41,16 @@ class BoundedTransport(httpx.AsyncBaseTransport):
         inner: httpx.AsyncBaseTransport,
         run_blocking: RunBlocking,
         on_refused: Callable[[str], None],
+        stash: SchemaStash,
     ) -> None:
-        """Wrap ``inner``; ``on_refused`` hears why a message was not read."""
+        """Wrap ``inner``; ``on_refused`` hears why a message was not read.
+
+        ``stash`` keeps the input schemas of the tools the server lists.
+        """
         self._inner = inner
         self._run_blocking = run_blocking
         self._on_refused = on_refused
+        self._stash = stash
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; return the response with a bounded stream."""
@@ -58,9 +65,9 @@ class BoundedTransport(httpx.AsyncBaseTransport):
                 raw, refused, f"a response compressed as {compressed!r}"
             )
         elif kind == "text/event-stream":
-            stream = _Events(raw, refused, self._run_blocking)
+            stream = _Events(raw, refused, self._run_blocking, self._stash)
         elif kind == "application/json" and response.is_success:
-            stream = _JsonBody(raw, refused, self._run_blocking)
+            stream = _JsonBody(raw, refused, self._run_blocking, self._stash)
         else:
             stream = _Capped(raw, refused)
         # The length changes when a message is written again.
@@ -133,9 +140,11 @@ class _Messages(_Bounded):
         raw: httpx.AsyncByteStream,
         on_refused: Callable[[str], None],
         run_blocking: RunBlocking,
+        stash: SchemaStash,
     ) -> None:
         super().__init__(raw, on_refused)
         self._run_blocking = run_blocking
+        self._stash = stash
 
 
 class _JsonBody(_Messages):
@@ -148,7 +157,7 @@ class _JsonBody(_Messages):
             if len(body) > MAX_HTTP_MESSAGE_BYTES:
                 raise self.too_large()
         try:
-            yield await rewrite_message(bytes(body), self._run_blocking)
+            yield await rewrite_message(bytes(body), self._run_blocking, self._stash)
         except McpMessageError as err:
             raise self.refuse(str(err)) from None
 
@@ -212,7 +221,9 @@ class _Events(_Messages):
             kept.append(line)
         if data and kind == b"message":
             try:
-                message = await rewrite_message(b"\n".join(data), self._run_blocking)
+                message = await rewrite_message(
+                    b"\n".join(data), self._run_blocking, self._stash
+                )
             except McpMessageError as err:
                 raise self.refuse(str(err)) from None
             # JSON written by ``json.dumps`` holds no line break.
