@@ -20,6 +20,8 @@ once it listens. Tools (written with the SDK's FastMCP):
 - ``big(size: int)``: answers one text of ``size`` characters ``x``.
 - ``mismatch()``: listed with an output schema (a ``pattern``) that its
   structured answer does not meet; its text part says ``"a"``.
+- ``malformed()``: answers ``{"content": 5}``, which is no tool result
+  (written to the session's stream past the SDK's models; stdio).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.shared.message import SessionMessage
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -121,6 +124,17 @@ def main() -> int:
     def big(size: int) -> str:
         """One text of ``size`` characters."""
         return "x" * size
+
+    @server.tool()
+    async def malformed(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Answer with no tool result, before the SDK answers with one."""
+        response = types.JSONRPCResponse(
+            jsonrpc="2.0", id=ctx.request_id, result={"content": 5}
+        )
+        await ctx.session._write_stream.send(
+            SessionMessage(types.JSONRPCMessage(response))
+        )
+        return "too late"
 
     @server.tool()
     def calls() -> str:

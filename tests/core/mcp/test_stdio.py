@@ -173,6 +173,16 @@ async def test_a_result_is_read_whatever_its_tool_says_of_its_structure(
     assert result.structuredContent is None  # a text part says it already
 
 
+async def test_an_answer_that_is_no_tool_result_fails_the_call(
+    hostile: McpConnection,
+) -> None:
+    """The SDK's model of the answer fails: the call says so, the connection stays."""
+    with pytest.raises(McpCallError, match="malformed answered with no tool result"):
+        await hostile.call("malformed", {})
+    assert _text(await hostile.call("calls", {})) == "1"
+    assert hostile.status == CONNECTED
+
+
 async def test_a_listing_loses_its_output_schemas_and_a_result_its_structure() -> None:
     tools = {
         "jsonrpc": "2.0",

@@ -30,6 +30,7 @@ import httpx
 from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+import pydantic
 
 from .. import untrusted
 from ..logs import trace_logger
@@ -421,6 +422,8 @@ class McpConnection:
                 self._why = "the server closed the connection"
                 self._ended.set()
             raise McpCallError(f"the MCP server {self.name} went away") from err
+        except pydantic.ValidationError as err:  # the SDK's model of the answer
+            raise McpCallError(f"{tool} answered with no tool result") from err
 
 
 def describe(err: BaseException) -> str:
