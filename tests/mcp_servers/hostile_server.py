@@ -22,6 +22,9 @@ once it listens. Tools (written with the SDK's FastMCP):
   structured answer does not meet; its text part says ``"a"``.
 - ``malformed()``: answers ``{"content": 5}``, which is no tool result
   (written to the session's stream past the SDK's models; stdio).
+- ``junk(times: int, size: int)``: sends ``times`` notifications the client
+  cannot validate, each with ``size`` characters of text after a terminal
+  escape sequence (past the SDK's models; stdio), then answers ``"sent"``.
 """
 
 from __future__ import annotations
@@ -135,6 +138,20 @@ def main() -> int:
             SessionMessage(types.JSONRPCMessage(response))
         )
         return "too late"
+
+    @server.tool()
+    async def junk(ctx: Context, times: int, size: int) -> str:  # type: ignore[type-arg]
+        """Send ``times`` notifications no client can validate."""
+        notification = types.JSONRPCNotification(
+            jsonrpc="2.0",
+            method="notifications/progress",
+            params={"progressToken": [1], "junk": "\x1b[31m" + "x" * size},
+        )
+        for _ in range(times):
+            await ctx.session._write_stream.send(
+                SessionMessage(types.JSONRPCMessage(notification))
+            )
+        return "sent"
 
     @server.tool()
     def calls() -> str:

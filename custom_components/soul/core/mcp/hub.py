@@ -29,6 +29,7 @@ from .connection import (
     McpConnection,
     RunBlocking,
 )
+from .sdk_logs import install_guard
 from .tools import McpTool, result_text
 
 _LOGGER = trace_logger(__name__)
@@ -68,9 +69,16 @@ class McpHub:
         self._seen: dict[str, str] = {}
         self.calls = 0
         self.failures = 0
+        self._unguard: Callable[[], None] | None = None
 
     def start(self, servers: Mapping[str, ServerConfig]) -> None:
-        """Start a connection for every server (they connect in the background)."""
+        """Start a connection for every server (they connect in the background).
+
+        While servers run, what the SDK logs of their messages is bounded
+        (``sdk_logs``).
+        """
+        if servers and self._unguard is None:
+            self._unguard = install_guard()
         for name, config in servers.items():
             connection = McpConnection(
                 config,
@@ -88,6 +96,9 @@ class McpHub:
         """Stop every connection (child processes end); idempotent."""
         connections = list(self.connections.values())
         await asyncio.gather(*(c.stop() for c in connections))
+        if self._unguard is not None:
+            self._unguard()
+            self._unguard = None
 
     def _changed(self, connection: McpConnection) -> None:
         """Tell the glue, and the journal when a server connects or fails anew."""

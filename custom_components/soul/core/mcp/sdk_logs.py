@@ -1,0 +1,112 @@
+"""What the MCP SDK logs about a server's messages: clean, short and few.
+
+The SDK logs what a server sent, whole, at WARNING: a notification or a
+request it cannot validate with the message itself (on the root logger,
+``shared/session.py``), an unknown server-sent event, an ``initialize``
+result it cannot read. A hostile server wrote 21 MB of warnings into Home
+Assistant's log in 5 s, terminal escape sequences included, and could go on
+for as long as it liked (black box, 2026-11-28). ``SdkLogGuard`` filters the
+loggers the SDK writes to: a record made by the SDK's code is cleaned
+(``untrusted.clean``: no control or bidi characters) and cut to
+``MAX_LINE`` characters, and past ``BURST`` records from one line of the
+SDK's code within ``WINDOW`` seconds the rest are left out, the next one
+let through saying how many. Records of other code pass untouched, and the
+levels stay Home Assistant's to set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import logging
+from pathlib import Path
+import threading
+import time
+
+import mcp
+
+from .. import untrusted
+
+MAX_LINE = 500  # characters of one record's message
+BURST = 5  # records from one line of the SDK's code within a window
+WINDOW = 300.0  # seconds
+_SDK_FILES = str(Path(mcp.__file__).parent) + "/"
+# Loggers the SDK's modules write to, beside the root logger: its own
+# (``mcp.…``), and ``client`` (``mcp/client/session.py`` names its logger so).
+_SDK_LOGGERS = ("mcp", "client")
+
+
+class SdkLogGuard(logging.Filter):
+    """Clean, cut and thin out the records of the MCP SDK's code (module docstring)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """Start with no record seen; ``clock`` measures the windows."""
+        super().__init__()
+        self._clock = clock
+        self._lock = threading.Lock()
+        # (file, line) → (when its window began, records in it, left out)
+        self._places: dict[tuple[str, int], tuple[float, int, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Return whether the record goes on; an SDK record is cleaned first."""
+        if not record.pathname.startswith(_SDK_FILES):
+            return True
+        place = (record.pathname, record.lineno)
+        now = self._clock()
+        with self._lock:
+            began, count, left_out = self._places.get(place, (now, 0, 0))
+            if now - began >= WINDOW:
+                began, count = now, 0
+            if count >= BURST:
+                self._places[place] = (began, count, left_out + 1)
+                return False
+            self._places[place] = (began, count + 1, 0)
+        text = untrusted.clean(record.getMessage(), MAX_LINE)
+        if len(text) == MAX_LINE:
+            text += " …(cut)"
+        if left_out:
+            text += f" ({left_out} more like this were left out)"
+        record.msg, record.args = text, None
+        return True
+
+
+class _Installed:
+    guard: SdkLogGuard | None = None
+    users = 0
+
+
+def install_guard() -> Callable[[], None]:
+    """Put the guard on the SDK's loggers; return what takes it off again.
+
+    Counted: the guard stays while anything that installed it has not taken
+    it off (one per MCP hub).
+    """
+    if _Installed.guard is None:
+        _Installed.guard = SdkLogGuard()
+        for logger in _sdk_loggers():
+            logger.addFilter(_Installed.guard)
+    _Installed.users += 1
+    removed = False
+
+    def remove() -> None:
+        nonlocal removed
+        if removed:
+            return
+        removed = True
+        _Installed.users -= 1
+        if _Installed.users == 0 and (guard := _Installed.guard) is not None:
+            for logger in _sdk_loggers():
+                logger.removeFilter(guard)
+            _Installed.guard = None
+
+    return remove
+
+
+def _sdk_loggers() -> list[logging.Logger]:
+    """Return the root logger and every logger the SDK's modules made."""
+    loggers = [logging.getLogger()]
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and (
+            name in _SDK_LOGGERS or name.startswith("mcp.")
+        ):
+            loggers.append(logger)
+    return loggers
