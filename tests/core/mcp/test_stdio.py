@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 import json
+import logging
 import sys
 from typing import Any
 
@@ -98,16 +99,30 @@ async def test_a_long_tool_list_is_read_up_to_its_first_tools() -> None:
         await connection.stop()
 
 
-async def test_a_tool_nested_too_deep_leaves_out_only_itself() -> None:
+async def test_a_tool_nested_too_deep_leaves_out_only_itself(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     connection = _connection("--deep", "60")
-    connection.start(asyncio.ensure_future)
-    try:
-        await until(lambda: connection.status == CONNECTED)
-        names = {tool.name for tool in connection.tools}
-        assert "flood__notify" in names and "flood__deep" not in names
-        assert any("deep" in why for why in connection.skipped)
-    finally:
-        await connection.stop()
+    with caplog.at_level(logging.WARNING):
+        connection.start(asyncio.ensure_future)
+        try:
+            await until(lambda: connection.status == CONNECTED)
+            names = {tool.name for tool in connection.tools}
+            assert "flood__notify" in names and "flood__deep" not in names
+            assert any("deep" in why for why in connection.skipped)
+            # Listed again (the server says so): the same tool is not logged again.
+            assert _text(await connection.call("notify", {"times": 1})) == "sent"
+            for _ in range(200):  # within the interval of 0.5 s and a little
+                if _text(await connection.call("calls", {})) == "2":
+                    break
+                await asyncio.sleep(0.02)
+            else:
+                raise AssertionError("the tools were not listed again")
+        finally:
+            await connection.stop()
+    logged = [r for r in caplog.records if "tools left out" in r.getMessage()]
+    assert len(logged) == 1
+    assert logged[0].getMessage().startswith("MCP server flood: 1 tools left out: ")
 
 
 def _text(result: types.CallToolResult) -> str:

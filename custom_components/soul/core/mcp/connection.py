@@ -51,6 +51,7 @@ BACKOFF_MAX = 60.0
 STABLE_AFTER = 60.0  # connected this long: the next failure starts the backoff anew
 MAX_PAGES = 10
 STDERR_TAIL = 600
+LOGGED_SKIPPED = 5  # reasons a log line names of the tools left out
 
 STARTING = "starting"
 CONNECTED = "connected"
@@ -96,6 +97,7 @@ class McpConnection:
         self.status = STARTING
         self.tools: list[McpTool] = []
         self.skipped: list[str] = []
+        self._skipped_logged: list[str] = []
         self.error: str | None = None
         # The end of what a stdio server wrote to stderr when its last attempt
         # failed. Apart from ``error``: a server may print anything there (its
@@ -348,8 +350,17 @@ class McpConnection:
                 break
         self.tools, skipped = await self._run_blocking(parse_tools, self.name, listed)
         self.skipped = unread + skipped
-        for why in self.skipped:
-            _LOGGER.warning("MCP server %s: a tool was left out: %s", self.name, why)
+        # One line, and only when the list changed: a server may list its
+        # tools again every LIST_INTERVAL, and 128 of them may be left out.
+        if self.skipped and self.skipped != self._skipped_logged:
+            _LOGGER.warning(
+                "MCP server %s: %d tools left out: %s%s",
+                self.name,
+                len(self.skipped),
+                "; ".join(self.skipped[:LOGGED_SKIPPED]),
+                " …" if len(self.skipped) > LOGGED_SKIPPED else "",
+            )
+        self._skipped_logged = self.skipped
 
     def _bounded(self, inner: httpx.AsyncBaseTransport) -> httpx.AsyncBaseTransport:
         return BoundedTransport(inner, self._run_blocking, self._refuse, self._stash)
