@@ -25,6 +25,7 @@ from pytest_homeassistant_custom_component.typing import (
 import pytest_socket
 
 from custom_components.soul.const import CONF_TOPIC_PREFIX, DOMAIN
+from custom_components.soul.core.logs import THROTTLE
 from devtools.broker import MqttBroker
 from devtools.fake_llm import FakeOpenAI
 from devtools.ha_mqtt import async_setup_mqtt
@@ -35,6 +36,12 @@ from .mem0_environment import prepare_mem0
 @pytest.fixture(autouse=True)
 def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
     """Let Home Assistant load custom_components/soul in every test."""
+
+
+@pytest.fixture(autouse=True)
+def fresh_log_throttle() -> None:
+    """Each test's warnings count from none (``core.logs.THROTTLE``)."""
+    THROTTLE.forget()
 
 
 class _SoulUsageReports(logging.Handler):

@@ -1,19 +1,31 @@
-"""Log lines that carry the current user turn's ``trace_id`` (XingChen-V §2).
+"""Soul's log lines: the current user turn's ``trace_id``, and never a flood.
 
 The chat pipeline marks the turn it is answering with ``traced``; every line
 logged through a ``trace_logger`` while that turn runs — in the core or in
 the Home Assistant glue, in the turn's task or in tasks it starts — begins
 with ``[trace <id>]``, so a log line can be matched with the journal's
 events of the same turn.
+
+Many warnings answer untrusted input (a body's invalid message, a server's
+tool left out), and a hostile body can send thousands a second: 10,000
+invalid ``online`` messages made 10,000 warnings (1.1 MB). ``LogThrottle``
+lets ``BURST`` records at WARNING or above from one line of code through
+within ``WINDOW`` seconds and leaves the rest out, the next one let through
+saying how many; every ``trace_logger`` has it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 import logging
+import threading
+import time
 from typing import Any
+
+BURST = 5  # records from one line of code within a window
+WINDOW = 300.0  # seconds
 
 _TRACE_ID: ContextVar[str | None] = ContextVar("soul_trace_id", default=None)
 
@@ -46,5 +58,66 @@ class TraceLogger(logging.LoggerAdapter[logging.Logger]):
 
 
 def trace_logger(name: str) -> TraceLogger:
-    """Return the trace-aware logger named ``name``."""
-    return TraceLogger(logging.getLogger(name))
+    """Return the trace-aware logger named ``name``, its warnings throttled."""
+    logger = logging.getLogger(name)
+    if THROTTLE not in logger.filters:
+        logger.addFilter(THROTTLE)
+    return TraceLogger(logger)
+
+
+class LogThrottle(logging.Filter):
+    """At most ``BURST`` records from one line of code within ``WINDOW`` seconds.
+
+    Only records at ``min_level`` or above count; the first one let through
+    after some were left out says how many.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_level: int = logging.WARNING,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Start with no record seen; ``clock`` measures the windows."""
+        super().__init__()
+        self._min_level = min_level
+        self._clock = clock
+        self._lock = threading.Lock()
+        # (file, line) → (when its window began, records in it, left out)
+        self._places: dict[tuple[str, int], tuple[float, int, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Return whether the record goes on (saying what was left out before it)."""
+        if record.levelno < self._min_level:
+            return True
+        left_out = self.admit(record)
+        if left_out is None:
+            return False
+        if left_out:
+            record.msg = (
+                f"{record.getMessage()} ({left_out} more like this were left out)"
+            )
+            record.args = None
+        return True
+
+    def admit(self, record: logging.LogRecord) -> int | None:
+        """Count ``record``; return None to leave it out, else how many were before it."""
+        place = (record.pathname, record.lineno)
+        now = self._clock()
+        with self._lock:
+            began, count, left_out = self._places.get(place, (now, 0, 0))
+            if now - began >= WINDOW:
+                began, count = now, 0
+            if count >= BURST:
+                self._places[place] = (began, count, left_out + 1)
+                return None
+            self._places[place] = (began, count + 1, 0)
+        return left_out
+
+    def forget(self) -> None:
+        """Forget every record seen (tests start afresh)."""
+        with self._lock:
+            self._places.clear()
+
+
+THROTTLE = LogThrottle()

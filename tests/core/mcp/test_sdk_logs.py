@@ -12,12 +12,11 @@ import sys
 
 import pytest
 
+from custom_components.soul.core.logs import BURST, WINDOW
 from custom_components.soul.core.mcp.connection import CONNECTED
 from custom_components.soul.core.mcp.sdk_logs import (
     _SDK_FILES,
-    BURST,
     MAX_LINE,
-    WINDOW,
     SdkLogGuard,
     install_guard,
 )

@@ -8,9 +8,9 @@ Assistant's log in 5 s, terminal escape sequences included, and could go on
 for as long as it liked (black box, 2026-11-28). ``SdkLogGuard`` filters the
 loggers the SDK writes to: a record made by the SDK's code is cleaned
 (``untrusted.clean``: no control or bidi characters) and cut to
-``MAX_LINE`` characters, and past ``BURST`` records from one line of the
-SDK's code within ``WINDOW`` seconds the rest are left out, the next one
-let through saying how many. Records of other code pass untouched, and the
+``MAX_LINE`` characters, and past ``logs.BURST`` records from one line of
+the SDK's code within ``logs.WINDOW`` seconds the rest are left out, the
+next one let through saying how many (``logs.LogThrottle``). Records of other code pass untouched, and the
 levels stay Home Assistant's to set.
 """
 
@@ -19,47 +19,34 @@ from __future__ import annotations
 from collections.abc import Callable
 import logging
 from pathlib import Path
-import threading
 import time
 
 import mcp
 
 from .. import untrusted
+from ..logs import LogThrottle
 
 MAX_LINE = 500  # characters of one record's message
-BURST = 5  # records from one line of the SDK's code within a window
-WINDOW = 300.0  # seconds
 _SDK_FILES = str(Path(mcp.__file__).parent) + "/"
 # Loggers the SDK's modules write to, beside the root logger: its own
 # (``mcp.…``), and ``client`` (``mcp/client/session.py`` names its logger so).
 _SDK_LOGGERS = ("mcp", "client")
 
 
-class SdkLogGuard(logging.Filter):
+class SdkLogGuard(LogThrottle):
     """Clean, cut and thin out the records of the MCP SDK's code (module docstring)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        """Start with no record seen; ``clock`` measures the windows."""
-        super().__init__()
-        self._clock = clock
-        self._lock = threading.Lock()
-        # (file, line) → (when its window began, records in it, left out)
-        self._places: dict[tuple[str, int], tuple[float, int, int]] = {}
+        """Start with no record seen; every level is thinned out."""
+        super().__init__(min_level=logging.NOTSET, clock=clock)
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Return whether the record goes on; an SDK record is cleaned first."""
         if not record.pathname.startswith(_SDK_FILES):
             return True
-        place = (record.pathname, record.lineno)
-        now = self._clock()
-        with self._lock:
-            began, count, left_out = self._places.get(place, (now, 0, 0))
-            if now - began >= WINDOW:
-                began, count = now, 0
-            if count >= BURST:
-                self._places[place] = (began, count, left_out + 1)
-                return False
-            self._places[place] = (began, count + 1, 0)
+        left_out = self.admit(record)
+        if left_out is None:
+            return False
         text = untrusted.clean(record.getMessage(), MAX_LINE)
         if len(text) == MAX_LINE:
             text += " …(cut)"
