@@ -9,16 +9,23 @@ and Soul store still serialises afterwards.
 
 from __future__ import annotations
 
+from datetime import timedelta
 import json
 import logging
+from typing import Any
 
+from homeassistant.const import EVENT_STATE_CHANGED
 from homeassistant.core import HomeAssistant
 from hypothesis import strategies as st
 import pytest
 from pytest_homeassistant_custom_component.common import (
     MockConfigEntry,
     async_fire_mqtt_message,
+    async_fire_time_changed,
 )
+
+from custom_components.soul.core.registry import FLIP_BURST, FLIP_REFILL
+from custom_components.soul.mqtt_bridge import EXPIRE_INTERVAL
 
 from .core.spec_payloads import catalog, skills
 from .hostile import (
@@ -29,7 +36,7 @@ from .hostile import (
     mutated,
     raw_payloads,
 )
-from .test_terminals import T, announce
+from .test_terminals import CONNECTIVITY, T, announce
 
 KINDS = ["online", "heartbeat", "skills", "intent_catalog", "result/r1"]
 TERMINALS = st.one_of(
@@ -149,3 +156,31 @@ async def test_heartbeat_only_ids_never_fill_the_registry(
     announce(hass, "real-body")
     await hass.async_block_till_done()
     assert init_integration.runtime_data.registry.get("real-body") is not None
+
+
+async def test_a_flapping_body_writes_a_few_states(
+    hass: HomeAssistant, init_integration: MockConfigEntry, freezer: Any
+) -> None:
+    """2,000 flips of ``online`` were 12,000 state writes (2.2 s of the loop).
+
+    Now a few at once, then the latest every ``FLIP_REFILL`` seconds, told
+    when the bridge next looks (every ``EXPIRE_INTERVAL``).
+    """
+    announce(hass)
+    await hass.async_block_till_done()
+    writes: list[str] = []
+    hass.bus.async_listen(
+        EVENT_STATE_CHANGED, lambda event: writes.append(event.data["entity_id"])
+    )
+    for n in range(2000):
+        async_fire_mqtt_message(
+            hass, f"soul/terminal/{T}/online", "offline" if n % 2 == 0 else "online"
+        )
+    async_fire_mqtt_message(hass, f"soul/terminal/{T}/online", "offline")
+    await hass.async_block_till_done()
+    assert writes.count(CONNECTIVITY) < FLIP_BURST
+    assert len(writes) < 10 * FLIP_BURST
+    freezer.tick(timedelta(seconds=FLIP_REFILL) + EXPIRE_INTERVAL)
+    async_fire_time_changed(hass)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert hass.states.get(CONNECTIVITY).state == "off"  # the latest, told

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 import time
 from typing import Any
 
+from .buckets import TokenBuckets
 from .logs import trace_logger
 from .registry import Prepared, TerminalRegistry
 from .topics import Kind
@@ -64,14 +65,10 @@ class SnapshotIngest:
         self._registry = registry
         self._run_blocking = run_blocking
         self._spawn = spawn
-        self._clock = clock
-        self.burst = burst
-        self.refill = refill
+        self._buckets = TokenBuckets[str](burst, refill, clock)
         self.max_pending_bytes = max_pending_bytes
         self._pending: OrderedDict[tuple[str, Kind], bytes | str] = OrderedDict()
         self._pending_bytes = 0
-        # terminal id → (tokens, when counted)
-        self._tokens: dict[str, tuple[float, float]] = {}
         self._running = False
         self._stopped = False
         self._wake: asyncio.TimerHandle | None = None
@@ -120,22 +117,11 @@ class SnapshotIngest:
             self._running = True
             self._spawn(self._drain())
 
-    def _take_token(self, terminal_id: str, now: float) -> float:
-        """Spend a token; return 0, or the seconds until one is available."""
-        tokens, since = self._tokens.get(terminal_id, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - since) / self.refill)
-        if tokens < 1:
-            self._tokens[terminal_id] = (tokens, now)
-            return (1 - tokens) * self.refill
-        self._tokens[terminal_id] = (tokens - 1, now)
-        return 0.0
-
     def _next(self) -> tuple[tuple[str, Kind], bytes | str] | float:
         """Return the first waiting snapshot whose terminal may go, or the wait."""
-        now = self._clock()
         wait = float("inf")
         for key in self._pending:
-            delay = self._take_token(key[0], now)
+            delay = self._buckets.take(key[0])
             if delay == 0:
                 payload = self._pending.pop(key)
                 self._pending_bytes -= len(payload)
@@ -168,7 +154,7 @@ class SnapshotIngest:
                     # A flood of new schemas from many terminals: rest as long
                     # as the parse took, so snapshots use at most half a core.
                     await asyncio.sleep(spent)
-            self._forget_full_buckets()
+            self._buckets.forget_full()
         finally:
             self._running = False
 
@@ -181,12 +167,3 @@ class SnapshotIngest:
         if self._wake is not None:
             self._wake.cancel()
         self._woken()
-
-    def _forget_full_buckets(self) -> None:
-        """Drop the token state of terminals that have refilled (bounded memory)."""
-        now = self._clock()
-        full = now - self.burst * self.refill
-        for terminal_id in [
-            t for t, (_n, since) in self._tokens.items() if since < full
-        ]:
-            del self._tokens[terminal_id]
