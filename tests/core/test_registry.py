@@ -13,6 +13,7 @@ from custom_components.soul.core.intent_filter import IntentFilterError
 from custom_components.soul.core.registry import (
     FLIP_BURST,
     FLIP_REFILL,
+    HEARTBEAT_TOLD_EVERY,
     MAX_SKILL_ENTITIES,
     MAX_UNREGISTERED,
     Change,
@@ -134,6 +135,21 @@ def test_a_flapping_body_is_told_a_few_changes_then_the_latest(
     before = len(changes)
     send(registry, Kind.ONLINE, "online")
     assert len(changes) == before + 1 and terminal.available
+
+
+def test_heartbeats_are_told_at_most_once_a_second(
+    registry: TerminalRegistry, clock: Clock, changes: list
+) -> None:
+    """The opt-in heartbeat sensor writes each one told; a body may send thousands."""
+    terminal = connect(registry)  # its heartbeat was told
+    changes.clear()
+    for _ in range(1000):
+        send(registry, Kind.HEARTBEAT, "1")
+    assert changes == []
+    clock.now += HEARTBEAT_TOLD_EVERY
+    send(registry, Kind.HEARTBEAT, "1")
+    assert changes == [(T, Change.HEARTBEAT)]
+    assert terminal.last_seen == clock.now  # each one counts as being heard
 
 
 def test_held_changes_are_told_a_few_at_a_time(

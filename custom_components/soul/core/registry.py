@@ -44,6 +44,7 @@ MAX_TERMINALS = 1024  # bodies that announced their skills
 MAX_UNREGISTERED = 256
 FLIP_BURST = 4  # changes of a terminal's online told at once
 FLIP_REFILL = 5.0  # seconds per change told after those (``release_held``)
+HEARTBEAT_TOLD_EVERY = 1.0  # seconds: a terminal's heartbeats told at most so often
 # Payload bytes of every body's skills and catalog together (memory bound).
 MAX_HELD_BYTES = 64 * 1024 * 1024
 # Skills that become entities (``skill_profiles``): a body's first ones, and
@@ -73,6 +74,7 @@ class Terminal:
     online: bool | None = None
     last_seen: float | None = None  # registry clock (monotonic)
     last_heartbeat: datetime | None = None
+    heartbeat_told: float = float("-inf")  # registry clock, the last one told
     skills: SkillsSnapshot | None = None
     # The entity kind of each of ``skills`` (``skill_profiles.profile``),
     # worked out once per snapshot off the event loop.
@@ -443,9 +445,14 @@ class TerminalRegistry:
                 return
             came_back = self._seen(terminal)
             terminal.last_heartbeat = self._now()
-            self._notify(
-                terminal, Change.AVAILABILITY if came_back else Change.HEARTBEAT
-            )
+            now = self._clock()
+            if came_back:
+                self._notify(terminal, Change.AVAILABILITY)
+            elif now - terminal.heartbeat_told >= HEARTBEAT_TOLD_EVERY:
+                # The heartbeat sensor writes each one told: a body may send
+                # thousands a second.
+                terminal.heartbeat_told = now
+                self._notify(terminal, Change.HEARTBEAT)
 
     def _online(self, terminal: Terminal, payload: bytes | str) -> None:
         online = None if is_empty(payload) else parse_online(payload)
