@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 from devtools.hostile.context import (
     Context,
@@ -172,3 +173,39 @@ async def check_registry_fill(ctx: Context) -> None:
         )
 
     await ctx.check("5.1", "1,100 heartbeat-only ids, then a real body", fill)
+
+    async def flap() -> Verdict:
+        terminal_id = ctx.tid("flap")
+        ctx.body.announce(terminal_id, good_skills(terminal_id))
+        device = await ctx.wait_device(terminal_id, 30)
+        if device is None:
+            return False, "the flapping body never became a device"
+        await asyncio.sleep(1)
+        entities = {
+            entry["entity_id"]
+            for entry in await ctx.admin_ws.result("config/entity_registry/list")
+            if entry.get("device_id") == device["id"]
+        }
+        changes = await ctx.admin_ws.subscribe("state_changed")
+        for n in range(2000):
+            state = "offline" if n % 2 == 0 else "online"
+            ctx.body.publish(terminal_id, "online", state, qos=0, wait=False)
+        ctx.body.publish(terminal_id, "online", "offline", qos=0, wait=False)
+        await asyncio.sleep(12)  # the held change is told within 10 s
+        writes: list[dict[str, Any]] = []
+        while not changes.empty():
+            event = changes.get_nowait()
+            data = event.get("data", {})
+            if data.get("entity_id") in entities:
+                writes.append(data)
+        last = {w["entity_id"]: (w.get("new_state") or {}).get("state") for w in writes}
+        offline = [
+            e for e, state in last.items() if "connectivity" in e and state == "off"
+        ]
+        return len(writes) <= 60 and bool(offline), (
+            f"2,001 online messages: {len(writes)} state writes of its entities"
+            f" (before the fix: 6 a message); connectivity off at the end: "
+            f"{'yes' if offline else 'NO'}"
+        )
+
+    await ctx.check("5.2", "a body flaps its online 2,000 times", flap)
