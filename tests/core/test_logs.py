@@ -64,3 +64,15 @@ def test_a_hostile_body_s_invalid_messages_make_a_few_warnings(
             )
     dropped = [r for r in caplog.records if "Dropped online" in r.getMessage()]
     assert len(dropped) == BURST
+
+
+def test_a_record_that_cannot_be_formatted_does_not_raise_at_the_log_call() -> None:
+    throttle = LogThrottle(clock=lambda: 0.0)
+    for _ in range(BURST + 1):
+        throttle.filter(_record())
+    broken = logging.LogRecord(
+        "x", logging.WARNING, "/soul/module.py", 7, "%s %s", ("a",), None
+    )
+    throttle._places[("/soul/module.py", 7)] = (-WINDOW, 0, 2)  # a new window
+    assert throttle.filter(broken)
+    assert broken.getMessage() == "%s %s (2 more like this were left out)"

@@ -94,9 +94,11 @@ class LogThrottle(logging.Filter):
         if left_out is None:
             return False
         if left_out:
-            record.msg = (
-                f"{record.getMessage()} ({left_out} more like this were left out)"
-            )
+            try:
+                message = record.getMessage()
+            except Exception:  # noqa: BLE001 - a filter must not raise at a log call
+                message = str(record.msg)
+            record.msg = f"{message} ({left_out} more like this were left out)"
             record.args = None
         return True
 

@@ -260,7 +260,11 @@ async def test_a_stub_is_restored_only_from_its_own_listing() -> None:
         b'{"jsonrpc": "2.0", "id": 2, "result": {}}', _in_thread, stash
     )
     assert stash.restore(second[0]) is not None
-    for forged in ({"type": "object"}, {"type": "object", STUB_KEY: "2:9"}):
+    for forged in (
+        {"type": "object"},
+        {"type": "object", STUB_KEY: "2:9"},
+        {"type": "object", STUB_KEY: "2:\u00b2"},  # a digit, but not 0-9
+    ):
         assert (
             stash.restore(second[0].model_copy(update={"inputSchema": forged})) is None
         )

@@ -226,7 +226,9 @@ class SchemaStash:
             return None
         listing, _, place = reference.partition(":")
         kept, schemas = self._kept
-        if listing != str(kept) or not place.isdigit() or int(place) >= len(schemas):
+        if listing != str(kept) or not (place.isascii() and place.isdigit()):
+            return None
+        if int(place) >= len(schemas):
             return None
         return tool.model_copy(update={"inputSchema": schemas[int(place)]})
 

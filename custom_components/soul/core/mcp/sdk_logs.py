@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import logging
+import os
 from pathlib import Path
 import time
 
@@ -27,7 +28,7 @@ from .. import untrusted
 from ..logs import LogThrottle
 
 MAX_LINE = 500  # characters of one record's message
-_SDK_FILES = str(Path(mcp.__file__).parent) + "/"
+_SDK_FILES = str(Path(mcp.__file__).parent) + os.sep
 # Loggers the SDK's modules write to, beside the root logger: its own
 # (``mcp.…``), and ``client`` (``mcp/client/session.py`` names its logger so).
 _SDK_LOGGERS = ("mcp", "client")
@@ -47,7 +48,11 @@ class SdkLogGuard(LogThrottle):
         left_out = self.admit(record)
         if left_out is None:
             return False
-        text = untrusted.clean(record.getMessage(), MAX_LINE)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a filter must not raise into the SDK
+            message = str(record.msg)
+        text = untrusted.clean(message, MAX_LINE)
         if len(text) == MAX_LINE:
             text += " …(cut)"
         if left_out:
