@@ -8,6 +8,7 @@ import pytest
 
 from custom_components.soul.core.protocol import Skill, parse_skill
 from custom_components.soul.core.skill_profiles import (
+    MAX_OPTIONS,
     Brightness,
     LightProfile,
     LightState,
@@ -197,3 +198,13 @@ def test_an_option_home_assistant_cannot_hold_makes_no_entity(option: str) -> No
     )
     colors = {**pick, "enum": ["red", option]}
     assert light_profile(skill({"mode": MODE, "color": colors})) is None
+
+
+def test_an_enum_of_too_many_values_makes_no_entity() -> None:
+    """Options live in the entity registry's file and in every state sent."""
+    many = [f"option {n}" for n in range(MAX_OPTIONS + 1)]
+    pick = {"type": "string", "enum": many}
+    assert profile(skill({"o": pick}, ["o"])) is None
+    assert light_profile(skill({"mode": MODE, "color": pick})) is None
+    fewer = {"type": "string", "enum": many[:MAX_OPTIONS]}
+    assert profile(skill({"o": fewer}, ["o"])) is Profile.SELECT

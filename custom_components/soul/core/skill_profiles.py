@@ -10,6 +10,8 @@
 3. **Select**: exactly one required argument, a string enum.
 4. Anything else is reached through the ``soul.invoke_skill`` action and the
    device actions.
+
+An enum of more than ``MAX_OPTIONS`` values makes no entity.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ from . import untrusted
 from .protocol import Skill
 
 MAX_OPTION_LENGTH = 255  # Home Assistant's longest state
+# Options of one enum that makes an entity (a select's options, a light's
+# effects): Home Assistant keeps them in the entity registry's file and sends
+# them with every state to every frontend; a body's 256 KiB snapshot could
+# hold 1,000 options of 255 characters. A longer enum makes no entity.
+MAX_OPTIONS = 128
 
 
 class Profile(StrEnum):
@@ -115,7 +122,7 @@ def string_enum(schema: Any) -> tuple[str, ...] | None:
     if not isinstance(schema, dict):
         return None
     values = schema.get("enum")
-    if not isinstance(values, list) or not values:
+    if not isinstance(values, list) or not values or len(values) > MAX_OPTIONS:
         return None
     # Options become entity options and states (stored in Home Assistant's
     # entity registry): each a clean line Home Assistant can hold as a state.
