@@ -91,3 +91,15 @@ async def test_a_hub_keeps_a_flood_of_invalid_notifications_out_of_the_log(
     finally:
         await hub.stop()
     assert not any(isinstance(f, SdkLogGuard) for f in logging.getLogger().filters)
+
+
+def test_the_sdk_s_debug_records_are_cleaned_never_left_out() -> None:
+    guard = SdkLogGuard(lambda: 0.0)
+    for _ in range(BURST * 3):
+        record = _record("\x1b[2J" + "y" * 1000)
+        record.levelno = logging.DEBUG
+        assert guard.filter(record)
+        assert (
+            record.getMessage().startswith("\ufffd[2J")
+            and len(record.getMessage()) < 520
+        )

@@ -8,10 +8,13 @@ Assistant's log in 5 s, terminal escape sequences included, and could go on
 for as long as it liked (black box, 2026-11-28). ``SdkLogGuard`` filters the
 loggers the SDK writes to: a record made by the SDK's code is cleaned
 (``untrusted.clean``: no control or bidi characters) and cut to
-``MAX_LINE`` characters, and past ``logs.BURST`` records from one line of
-the SDK's code within ``logs.WINDOW`` seconds the rest are left out, the
-next one let through saying how many (``logs.LogThrottle``). Records of other code pass untouched, and the
-levels stay Home Assistant's to set.
+``MAX_LINE`` characters, and past ``logs.BURST`` records at WARNING or above
+from one line of the SDK's code within ``logs.WINDOW`` seconds the rest are
+left out, the next one let through saying how many (``logs.LogThrottle``;
+debug and info records, shown only when asked for, are never left out).
+Records of other code pass untouched, and the levels stay Home Assistant's
+to set. Home Assistant's own MCP integrations use the same SDK and loggers:
+while Soul's hub runs, their SDK records are cleaned and thinned out too.
 """
 
 from __future__ import annotations
@@ -38,14 +41,18 @@ class SdkLogGuard(LogThrottle):
     """Clean, cut and thin out the records of the MCP SDK's code (module docstring)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        """Start with no record seen; every level is thinned out."""
-        super().__init__(min_level=logging.NOTSET, clock=clock)
+        """Start with no record seen; records at WARNING or above are thinned out."""
+        super().__init__(clock=clock)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Return whether the record goes on; an SDK record is cleaned first."""
+        """Return whether the record goes on; an SDK record is cleaned first.
+
+        Debug and info records (shown only when asked for) are cleaned and
+        cut, never left out.
+        """
         if not record.pathname.startswith(_SDK_FILES):
             return True
-        left_out = self.admit(record)
+        left_out = self.admit(record) if record.levelno >= logging.WARNING else 0
         if left_out is None:
             return False
         try:
