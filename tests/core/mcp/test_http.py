@@ -332,6 +332,19 @@ async def test_other_events_and_an_unfinished_one_go_on_as_they_came() -> None:
     assert refused and "not valid JSON" in refused[0]
 
 
+async def test_a_server_cannot_make_the_sdk_reconnect_at_once() -> None:
+    """A GET stream saying "retry: 0" and ending had the SDK open 1,000 a second."""
+    events = [
+        b"retry: 0\n\n",
+        b"retry: 25000\n\n",
+        b"retry: 1e3\n\n",
+        b"retry: " + b"9" * 5000 + b"\n\n",
+    ]
+    assert await _events(events) == (
+        b"retry: 1000\n\nretry: 25000\n\nretry: 999999999\n\n"
+    )
+
+
 async def test_an_event_over_the_bound_is_refused_before_its_end() -> None:
     refused: list[str] = []
     huge = [b"data: " + b"x" * (1 << 20)] * 5  # no line end: never a whole event

@@ -7,8 +7,9 @@ each ``message`` event are read whole up to ``MAX_HTTP_MESSAGE_BYTES`` and
 handed on as ``messages.rewrite_message`` writes them (bounded, decoded in the
 executor when large, their tool list and result parts cut, the tools' input
 schemas kept in a ``SchemaStash``), so that what the SDK parses on the loop
-stays small. Anything else a server sends is passed on
-as it came, at most ``MAX_HTTP_MESSAGE_BYTES`` a body or an event. A message
+stays small; an event's ``retry`` is at least ``MIN_RETRY_MS``. Anything
+else a server sends is passed on as it came, at most
+``MAX_HTTP_MESSAGE_BYTES`` a body or an event. A message
 over a bound ends the connection: ``on_refused`` hears why, and the response
 ends with ``McpMessageError``. Responses are asked for without compression
 (``http_limits``); a compressed one is refused, since its messages could not
@@ -31,6 +32,11 @@ from .messages import (
 )
 
 _LF = 0x0A
+# The least time the SDK waits before reconnecting a stream a server ended
+# (its own default when the server says nothing).
+MIN_RETRY_MS = 1000
+MAX_RETRY_MS = 999_999_999  # and the most (nine digits: no slow int of a long one)
+MAX_RETRY_DIGITS = 9
 
 
 class BoundedTransport(httpx.AsyncBaseTransport):
@@ -182,8 +188,8 @@ class _Events(_Messages):
                     raise self.too_large()
                 event.append(line)
                 continue
-            if event:
-                yield await self._written(event)
+            if event and (written := await self._written(event)):
+                yield written
             event, size = [], 0
 
     async def _lines(self) -> AsyncIterator[bytes]:
@@ -218,6 +224,18 @@ class _Events(_Messages):
                 continue
             if field == b"event":
                 kind = value
+            elif field == b"retry":
+                # How long the SDK waits before it opens the stream again: a
+                # server's "retry: 0" had it reconnect a thousand times a
+                # second. Not digits: ignored, as the standard says.
+                if value.isascii() and value.isdigit():
+                    wait = (
+                        int(value) if len(value) <= MAX_RETRY_DIGITS else MAX_RETRY_MS
+                    )
+                    kept.append(
+                        b"retry: %d" % min(max(wait, MIN_RETRY_MS), MAX_RETRY_MS)
+                    )
+                continue
             kept.append(line)
         if data and kind == b"message":
             try:
@@ -230,7 +248,8 @@ class _Events(_Messages):
             kept.append(b"data: " + message)
         else:
             kept += [b"data: " + part for part in data]
-        return b"\n".join(kept) + b"\n\n"
+        # Nothing left of it (a retry that was no number): no event at all.
+        return b"\n".join(kept) + b"\n\n" if kept else b""
 
 
 def _line_end(buffer: bytearray, start: int) -> tuple[int, int] | None:
