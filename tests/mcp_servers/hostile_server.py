@@ -1,11 +1,13 @@
 """An MCP server that floods its client, for the bounds of Soul's transports.
 
 Run it as a script: ``python /abs/path/tests/mcp_servers/hostile_server.py
-[--tools N] [--rich N] [--deep N] [--http [--json-response]]``: ``--tools``
+[--tools N] [--rich N] [--deep N] [--stderr-flood N] [--http
+[--json-response]]``: ``--tools``
 starts with ``N`` more tools (``t0``, …), ``--rich`` with ``N`` tools
 (``r0``, …) whose input schemas have 16 described properties each (about 50
 values a tool, as rich servers list them), ``--deep`` with a tool ``deep``
-whose input schema nests ``N`` objects. Over stdio by default; with ``--http`` it serves
+whose input schema nests ``N`` objects; ``--stderr-flood N`` writes ``N``
+MiB to stderr, then ``"hostile_server: last words"``, and exits. Over stdio by default; with ``--http`` it serves
 streamable HTTP (answers as server-sent events, or as JSON bodies with
 ``--json-response``) and SSE as ``http_server`` does, printing ``PORT <n>``
 once it listens. Tools (written with the SDK's FastMCP):
@@ -73,10 +75,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tools", type=int, default=0)
     parser.add_argument("--rich", type=int, default=0)
+    parser.add_argument("--stderr-flood", type=int, default=0)
     parser.add_argument("--deep", type=int, default=0)
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--json-response", action="store_true")
     args = parser.parse_args()
+    if args.stderr_flood:
+        chunk = "e" * 1023 + "\n"
+        for _ in range(args.stderr_flood * 1024):
+            sys.stderr.write(chunk)
+        sys.stderr.write("hostile_server: last words\n")
+        sys.stderr.flush()
+        return 1
     server = FastMCP("soul-test-hostile", json_response=args.json_response)
     listed = [0]
     list_tools = server.list_tools

@@ -36,6 +36,7 @@ from custom_components.soul.core.mcp.messages import (
     McpMessageError,
     decode_message,
 )
+from custom_components.soul.core.mcp.stdio import STDERR_KEPT, StderrTail
 from tests.mcp_servers.processes import HOSTILE_SERVER, child_processes
 
 from .test_hub import until
@@ -229,6 +230,26 @@ async def test_a_listing_loses_its_output_schemas_and_a_result_its_structure() -
         assert not isinstance(decoded, Exception)
         read = decoded.message.root.result  # type: ignore[union-attr]
         assert ("structuredContent" in read) is kept
+
+
+def test_only_the_end_of_stderr_is_kept() -> None:
+    tail = StderrTail()
+    for n in range(2000):
+        tail.add(f"line {n} ".encode() * 100)
+    kept = tail.text()
+    assert len(kept.encode()) == STDERR_KEPT
+    assert kept.endswith("line 1999 ")
+
+
+async def test_a_server_s_stderr_flood_leaves_its_last_words() -> None:
+    """Its stderr went to a file that grew without end and was read whole."""
+    connection = _connection("--stderr-flood", "20")  # 20 MiB, then last words
+    connection.start(asyncio.ensure_future)
+    try:
+        await until(lambda: connection.status == FAILED, timeout=30)
+        assert (connection.stderr or "").endswith("hostile_server: last words")
+    finally:
+        await connection.stop()
 
 
 async def test_a_message_decodes_as_the_sdk_reads_it() -> None:

@@ -2,9 +2,9 @@
 
 ``McpConnection`` runs one supervisor task per server. Each attempt opens the
 transport — a child process for stdio (``stdio.bounded_stdio_client``: an
-argument list, never a shell; every message bounded before it is parsed; its
-stderr kept in a temporary file, whose end goes to the log and the repair
-issue), streamable HTTP or SSE with the configured headers, each message
+argument list, never a shell; every message bounded before it is parsed; the
+end of its stderr kept, which goes to the log and the repair issue),
+streamable HTTP or SSE with the configured headers, each message
 bounded before the SDK parses it (``http.BoundedTransport``) — initialises the
 session and lists the tools within ``connect_timeout``, then waits until it is
 stopped or the connection ends: the child's output closes (it died), a ping
@@ -20,9 +20,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack
 from datetime import timedelta
-import tempfile
 import time
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -37,7 +36,7 @@ from ..logs import trace_logger
 from .config import ServerConfig
 from .http import BoundedTransport
 from .messages import McpMessageError, SchemaStash
-from .stdio import bounded_stdio_client
+from .stdio import StderrTail, bounded_stdio_client
 from .tools import McpTool, parse_tools
 
 _LOGGER = trace_logger(__name__)
@@ -183,12 +182,10 @@ class McpConnection:
         self._why = None
         self._refused = None
         self._stash = SchemaStash()
-        errlog: TextIO | None = None
-        async with AsyncExitStack() as stack:
-            try:
-                if self.config.transport == "stdio":
-                    errlog = await self._run_blocking(tempfile.TemporaryFile, "w+")
-                    stack.callback(errlog.close)
+        tail = StderrTail() if self.config.transport == "stdio" else None
+        try:
+            async with AsyncExitStack() as stack:
+                if tail is not None:
                     read, write = await stack.enter_async_context(
                         bounded_stdio_client(
                             StdioServerParameters(
@@ -198,7 +195,7 @@ class McpConnection:
                                 cwd=self.config.cwd,
                                 encoding_error_handler="replace",
                             ),
-                            errlog,
+                            tail,
                             self._run_blocking,
                         )
                     )
@@ -225,10 +222,11 @@ class McpConnection:
                         )
                     )
                 await self._serve(read, write)
-            except BaseException as err:
-                if errlog is not None and not isinstance(err, asyncio.CancelledError):
-                    self.stderr = await self._run_blocking(_tail, errlog) or None
-                raise
+        except BaseException as err:
+            # Read once the child has exited: its last words are in the tail.
+            if tail is not None and not isinstance(err, asyncio.CancelledError):
+                self.stderr = _last_words(tail.text()) or None
+            raise
 
     async def _serve(self, read: Any, write: Any) -> None:
         """Run the session until stopped or the connection ends."""
@@ -451,14 +449,8 @@ def describe(err: BaseException) -> str:
     return text[:300]
 
 
-def _tail(errlog: TextIO) -> str:
-    """Return the end of what the child wrote to stderr, as one line (executor)."""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        text = errlog.read()
-    except (OSError, ValueError):
-        return ""
+def _last_words(text: str) -> str:
+    """Return the end of what the child wrote to stderr, as one clean line."""
     return untrusted.clean(
         " ".join(text[-STDERR_TAIL:].split()), STDERR_TAIL, multiline=False
     )

@@ -7,14 +7,17 @@ line is made a message by ``messages.decode_message`` (bounded, decoded by
 line ends the connection (the session hears why, its pending requests fail
 at once, and the supervisor tries again later). The process is started and
 ended as the SDK does it: its own session (process group), stdin closed, then
-SIGTERM to the group, then SIGKILL.
+SIGTERM to the group, then SIGKILL. Its stderr is read through a pipe and
+only its last ``STDERR_KEPT`` bytes are kept (``StderrTail``): a file of all
+of it grew without end while a server wrote, and was read whole on a
+failure.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import TextIO
+import subprocess
 
 import anyio
 from anyio.abc import ByteReceiveStream
@@ -27,6 +30,38 @@ from mcp.shared.message import SessionMessage
 from .messages import MAX_MESSAGE_BYTES, McpMessageError, RunBlocking, decode_message
 
 EXIT_TIMEOUT = 2.0  # seconds the child has to exit once its stdin is closed
+STDERR_KEPT = 4096  # bytes of the end of a server's stderr kept
+STDERR_DRAIN = 0.5  # seconds to read what is left of stderr once it exited
+
+
+class StderrTail:
+    """The last ``STDERR_KEPT`` bytes a server wrote to stderr."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._kept = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        """Keep ``chunk``, dropping what falls out of the window."""
+        self._kept += chunk[-STDERR_KEPT:]
+        if len(self._kept) > STDERR_KEPT:
+            del self._kept[: len(self._kept) - STDERR_KEPT]
+
+    def text(self) -> str:
+        """Return what is kept as text (bad bytes replaced)."""
+        return self._kept.decode("utf-8", "replace")
+
+
+async def _read_stderr(
+    stderr: ByteReceiveStream, tail: StderrTail, done: anyio.Event
+) -> None:
+    """Keep the end of what the child writes to stderr, until it closes it."""
+    try:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in stderr:
+                tail.add(chunk)
+    finally:
+        done.set()
 
 
 async def _read_lines(
@@ -56,14 +91,17 @@ async def _read_lines(
 
 @asynccontextmanager
 async def bounded_stdio_client(
-    server: StdioServerParameters, errlog: TextIO, run_blocking: RunBlocking
+    server: StdioServerParameters, tail: StderrTail, run_blocking: RunBlocking
 ) -> AsyncIterator[
     tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    """Start ``server``'s command; yield the session's read and write streams."""
+    """Start ``server``'s command; yield the session's read and write streams.
+
+    The end of what it writes to stderr goes to ``tail``.
+    """
     read_writer, read_stream = anyio.create_memory_object_stream[
         SessionMessage | Exception
     ](0)
@@ -75,7 +113,7 @@ async def bounded_stdio_client(
         process = await anyio.open_process(
             [server.command, *server.args],
             env=environment,
-            stderr=errlog,
+            stderr=subprocess.PIPE,
             cwd=server.cwd,
             start_new_session=True,
         )
@@ -84,10 +122,10 @@ async def bounded_stdio_client(
             await stream.aclose()
         raise
 
-    stdout, stdin = process.stdout, process.stdin
-    if stdout is None or stdin is None:  # pragma: no cover - both are pipes
+    stdout, stdin, stderr = process.stdout, process.stdin, process.stderr
+    if stdout is None or stdin is None or stderr is None:  # pragma: no cover
         await process.aclose()
-        raise OSError("the MCP server's process has no stdin or stdout")
+        raise OSError("the MCP server's process has no stdin, stdout or stderr")
 
     async def stdout_reader() -> None:
         async with read_writer:
@@ -113,6 +151,8 @@ async def bounded_stdio_client(
     async with anyio.create_task_group() as group, process:
         group.start_soon(stdout_reader)
         group.start_soon(stdin_writer)
+        stderr_read = anyio.Event()
+        group.start_soon(_read_stderr, stderr, tail, stderr_read)
         try:
             yield read_stream, write_stream
         finally:
@@ -129,6 +169,10 @@ async def bounded_stdio_client(
                     await terminate_posix_process_tree(process, EXIT_TIMEOUT)
                 except ProcessLookupError:
                     pass
+                # What it wrote last (why it failed) may still wait in the
+                # pipe; a grandchild may hold the pipe open: not for long.
+                with anyio.move_on_after(STDERR_DRAIN):
+                    await stderr_read.wait()
             group.cancel_scope.cancel()
             for stream in (read_stream, write_stream, read_writer, write_reader):
                 await stream.aclose()
