@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
+import gzip
 import json
 from pathlib import Path
 
@@ -13,7 +14,12 @@ import pytest
 
 from custom_components.soul.core.memory import MemoryBackendError
 from custom_components.soul.core.memory.mem0_embedded import EmbeddedMem0
-from custom_components.soul.core.memory.mem0_server import HEALTH_USER, Mem0Server
+from custom_components.soul.core.memory.mem0_server import (
+    HEALTH_USER,
+    MAX_ANSWER_BYTES,
+    Mem0Server,
+)
+from custom_components.soul.core.untrusted import LOOP_JSON_BYTES
 from devtools.broker import free_port
 from devtools.fake_llm import FakeOpenAI, mem0_responder
 from devtools.mem0_rest import Mem0Rest
@@ -186,7 +192,7 @@ async def stub(socket_enabled: None) -> AsyncGenerator[Callable[[Route], str]]:
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        (web.Response(text="<html>proxy error</html>"), "not JSON"),
+        (web.Response(text="<html>proxy error</html>"), "not valid JSON"),
         (web.json_response({"memories": []}), "no result list"),
         (web.json_response({"results": [{"memory": "no id"}]}), "without an id"),
         (web.json_response({"results": ["text"]}), "without an id"),
@@ -206,6 +212,40 @@ async def test_malformed_answers(
     backend = Mem0Server(session, await stub(handler))
     with pytest.raises(MemoryBackendError, match=message):
         await backend.search("tea", user_id="alice", agent_id=None)
+
+
+async def test_an_answer_is_read_within_its_bound(
+    stub, session: aiohttp.ClientSession
+) -> None:
+    """The whole body was read and parsed on the loop, whatever its size."""
+    many = [{"id": n, "memory": f"memory {n}", "score": 0.5} for n in range(15_000)]
+    big = json.dumps({"results": many}).encode()
+    assert LOOP_JSON_BYTES < len(big) < MAX_ANSWER_BYTES  # decoded in a thread
+    bomb = gzip.compress(b" " * (MAX_ANSWER_BYTES * 4) + b"[]")
+    answers = iter(
+        [
+            web.Response(body=big, content_type="application/json"),
+            web.Response(
+                body=b"[" + b"0," * MAX_ANSWER_BYTES + b"0]",
+                content_type="application/json",
+            ),
+            web.Response(
+                body=bomb,
+                content_type="application/json",
+                headers={"Content-Encoding": "gzip"},
+            ),
+        ]
+    )
+
+    async def handler(request: web.Request) -> web.Response:
+        return next(answers)
+
+    backend = Mem0Server(session, await stub(handler))
+    found = await backend.search("tea", user_id="alice", agent_id=None)
+    assert [item.memory_id for item in found] == ["0", "1", "2", "3", "4"]  # top 5
+    for _ in range(2):  # too large; too large once decompressed
+        with pytest.raises(MemoryBackendError, match="larger than"):
+            await backend.search("tea", user_id="alice", agent_id=None)
 
 
 async def test_slow_server_times_out(stub, session: aiohttp.ClientSession) -> None:

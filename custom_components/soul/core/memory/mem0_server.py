@@ -14,13 +14,17 @@ Its only health route (``GET /api/health``) checks its database without
 authentication, so ``health`` lists a probe user's memories instead: that
 exercises the key, the vector store and the server as a whole.
 
-Answers are mem0's own dicts, parsed as in ``mem0_embedded``. The session
-belongs to the host and is never closed here.
+Answers are mem0's own dicts, parsed as in ``mem0_embedded``. An answer is
+read up to ``MAX_ANSWER_BYTES`` (decompressed) and decoded as untrusted JSON,
+off the event loop when large: the whole body was read and parsed on the
+loop. The session belongs to the host and is never closed here.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
+from functools import partial
 import json
 from typing import Any
 from urllib.parse import quote
@@ -28,11 +32,16 @@ from urllib.parse import quote
 import aiohttp
 from yarl import URL
 
+from .. import untrusted
 from .base import MemoryBackendError, MemoryItem
 from .mem0_embedded import items_from_mem0, scope, stored_ids
 
 HEALTH_USER = "soul-health-probe"
 _MAX_DETAIL = 200
+# One answer, decompressed: a listing of a few thousand memories. A larger
+# one is refused while it is read.
+MAX_ANSWER_BYTES = 2 * 1024 * 1024
+_CHUNK = 64 * 1024
 
 
 class Mem0Server:
@@ -85,7 +94,14 @@ class Mem0Server:
                 timeout=self._timeout,
             ) as response:
                 status = response.status
-                text = await response.text(errors="replace")
+                body = bytearray()
+                async for chunk in response.content.iter_chunked(_CHUNK):
+                    body += chunk
+                    if len(body) > MAX_ANSWER_BYTES:
+                        raise MemoryBackendError(
+                            f"{what}: the answer is larger than {MAX_ANSWER_BYTES}"
+                            " bytes"
+                        )
         except TimeoutError as err:
             raise MemoryBackendError(
                 f"{what}: no answer within {self._timeout.total:g} s"
@@ -99,14 +115,25 @@ class Mem0Server:
                 f"{what}: the server refused the API key (HTTP {status})"
             )
         if not 200 <= status < 300:
-            raise MemoryBackendError(f"{what}: HTTP {status} {self._detail(text)}")
+            raise MemoryBackendError(f"{what}: HTTP {status} {self._detail(body)}")
+        decode = partial(
+            untrusted.loads,
+            bytes(body),
+            max_bytes=MAX_ANSWER_BYTES,
+            max_containers=untrusted.MAX_JSON_VALUES,
+            what="the answer",
+            repair=True,
+        )
         try:
-            return json.loads(text)
-        except ValueError as err:
-            raise MemoryBackendError(f"{what}: the answer is not JSON") from err
+            if untrusted.decodes_on_loop(body):
+                return decode()
+            return await asyncio.to_thread(decode)
+        except untrusted.UntrustedInputError as err:
+            raise MemoryBackendError(f"{what}: {err}") from err
 
-    def _detail(self, text: str) -> str:
+    def _detail(self, body: bytes | bytearray) -> str:
         """Return the server's error text (FastAPI's ``detail``), short, key removed."""
+        text = bytes(body[: 4 * _MAX_DETAIL]).decode("utf-8", "replace")
         try:
             detail = json.loads(text).get("detail", text)
         except (ValueError, AttributeError):
