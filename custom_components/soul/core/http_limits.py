@@ -7,13 +7,14 @@ wraps a client's transport: every request asks for an uncompressed answer
 (``Accept-Encoding: identity``, as ``ask_uncompressed``), a compressed answer
 is refused when its body is read, and no body is read past ``max_bytes``;
 either raises ``AnswerRefusedError`` (an ``httpx.ReadError``, which the
-client reports as a connection error). The MCP transport
+client reports as a connection error). ``LimitedSyncTransport`` does the
+same for a synchronous client (mem0's, in the executor). The MCP transport
 (``mcp/http.py``) reads its messages the same way, with its own bounds.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 
@@ -34,7 +35,7 @@ def compression(response: httpx.Response) -> str | None:
 
 
 def with_stream(
-    response: httpx.Response, stream: httpx.AsyncByteStream
+    response: httpx.Response, stream: httpx.AsyncByteStream | httpx.SyncByteStream
 ) -> httpx.Response:
     """Return ``response`` with ``stream`` as its body (its length may change)."""
     return httpx.Response(
@@ -76,6 +77,63 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+class LimitedSyncTransport(httpx.BaseTransport):
+    """``LimitedTransport`` for a synchronous client."""
+
+    def __init__(self, inner: httpx.BaseTransport, max_bytes: int) -> None:
+        """Wrap ``inner``."""
+        self._inner = inner
+        self._max_bytes = max_bytes
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``; return the answer with a bounded body."""
+        ask_uncompressed(request)
+        response = self._inner.handle_request(request)
+        stream = response.stream
+        assert isinstance(stream, httpx.SyncByteStream)  # noqa: S101 - a sync transport's
+        return with_stream(
+            response, _LimitedSync(stream, self._max_bytes, compression(response))
+        )
+
+    def close(self) -> None:
+        """Close the wrapped transport."""
+        self._inner.close()
+
+
+def _refusal(compressed: str | None) -> AnswerRefusedError | None:
+    return (
+        None
+        if compressed is None
+        else AnswerRefusedError(f"the server answered compressed as {compressed!r}")
+    )
+
+
+def _too_large(max_bytes: int) -> AnswerRefusedError:
+    return AnswerRefusedError(f"the server's answer is larger than {max_bytes} bytes")
+
+
+class _LimitedSync(httpx.SyncByteStream):
+    def __init__(
+        self, raw: httpx.SyncByteStream, max_bytes: int, compressed: str | None
+    ) -> None:
+        self._raw = raw
+        self._max_bytes = max_bytes
+        self._compressed = compressed
+
+    def __iter__(self) -> Iterator[bytes]:
+        if (refused := _refusal(self._compressed)) is not None:
+            raise refused
+        size = 0
+        for chunk in self._raw:
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise _too_large(self._max_bytes)
+            yield chunk
+
+    def close(self) -> None:
+        self._raw.close()
+
+
 class _Limited(httpx.AsyncByteStream):
     def __init__(
         self, raw: httpx.AsyncByteStream, max_bytes: int, compressed: str | None
@@ -85,17 +143,13 @@ class _Limited(httpx.AsyncByteStream):
         self._compressed = compressed
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        if self._compressed is not None:
-            raise AnswerRefusedError(
-                f"the server answered compressed as {self._compressed!r}"
-            )
+        if (refused := _refusal(self._compressed)) is not None:
+            raise refused
         size = 0
         async for chunk in self._raw:
             size += len(chunk)
             if size > self._max_bytes:
-                raise AnswerRefusedError(
-                    f"the server's answer is larger than {self._max_bytes} bytes"
-                )
+                raise _too_large(self._max_bytes)
             yield chunk
 
     async def aclose(self) -> None:

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from custom_components.soul.core.http_limits import AnswerRefusedError
+from custom_components.soul.core.llm import MAX_COMPLETION_BYTES
 from custom_components.soul.core.memory import MemoryBackendError
 from custom_components.soul.core.memory.mem0_embedded import EmbeddedMem0
 from devtools.fake_llm import FakeOpenAI, mem0_responder
@@ -194,6 +196,32 @@ async def test_llm_errors_on_add_are_wrapped(
             await backend.get_all(user_id="two words")
     finally:
         await backend.close()
+
+
+async def test_an_endpoint_s_huge_answer_is_refused_while_read(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """mem0's own openai client read any answer whole and parsed it.
+
+    In a thread, holding the GIL; its answers are now bounded as the chat
+    model's are (``http_limits``).
+    """
+    backend = EmbeddedMem0(make_config(tmp_path / "m", fake_llm), asyncio.to_thread)
+    huge = json.dumps({"error": {"message": "x" * (MAX_COMPLETION_BYTES + 10)}})
+    fake_llm.raw(huge, content_type="application/json")
+    try:
+        with pytest.raises(MemoryBackendError, match="mem0 add failed") as err:
+            await backend.add(TEA, user_id="alice", agent_id=None, metadata={})
+        assert "x" * 100 not in str(err.value)
+        assert isinstance(_root(err.value), AnswerRefusedError)
+    finally:
+        await backend.close()
+
+
+def _root(err: BaseException) -> BaseException:
+    while err.__cause__ is not None or err.__context__ is not None:
+        err = err.__cause__ or err.__context__  # type: ignore[assignment]
+    return err
 
 
 async def test_data_survives_restart_and_the_lock_is_released(

@@ -30,7 +30,10 @@ import sys
 import threading
 from typing import Any, Protocol, TypeVar
 
-from ..llm import NO_API_KEY
+import httpx
+
+from ..http_limits import LimitedSyncTransport
+from ..llm import MAX_COMPLETION_BYTES, NO_API_KEY
 from .base import MemoryBackendError, MemoryItem
 
 T = TypeVar("T")
@@ -276,13 +279,23 @@ class EmbeddedMem0:
         Path(self.config.data_dir).mkdir(parents=True, exist_ok=True)
         memory_class = import_mem0(self.config.mem0_dir)
         memory = memory_class.from_config(self.config.mem0_config())
-        # mem0 builds its openai clients with the library defaults (600 s, 2 retries).
+        # mem0 builds its openai clients with the library defaults (600 s, 2
+        # retries), whose HTTP client reads any answer whole (an error's body
+        # too) and parses it, here in the executor holding the GIL: each gets
+        # one whose answers are bounded as the chat model's are
+        # (``http_limits``; and an httpx client, as openai 3 needs).
         for part in (memory.llm, memory.embedding_model):
             client = getattr(part, "client", None)
             if client is not None and hasattr(client, "with_options"):
                 part.client = client.with_options(
                     timeout=self.config.request_timeout,
                     max_retries=self.config.max_retries,
+                    http_client=httpx.Client(
+                        transport=LimitedSyncTransport(
+                            httpx.HTTPTransport(), MAX_COMPLETION_BYTES
+                        ),
+                        follow_redirects=True,
+                    ),
                 )
         return memory
 
