@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from custom_components.soul.core import registry as registry_module
+from custom_components.soul.core.entity_churn import CHURN_BURST, CHURN_REFILL
 from custom_components.soul.core.intent_filter import IntentFilterError
 from custom_components.soul.core.registry import (
     FLIP_BURST,
@@ -150,6 +151,55 @@ def test_heartbeats_are_told_at_most_once_a_second(
     send(registry, Kind.HEARTBEAT, "1")
     assert changes == [(T, Change.HEARTBEAT)]
     assert terminal.last_seen == clock.now  # each one counts as being heard
+
+
+def _renamed_selects(round_: int, count: int = 16) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"pick_{round_}_{n}",
+            "description": "d",
+            "input_schema": {
+                "type": "object",
+                "properties": {"o": {"type": "string", "enum": ["a", "b"]}},
+                "required": ["o"],
+            },
+        }
+        for n in range(count)
+    ]
+
+
+def test_a_body_that_renames_its_skills_replaces_few_entities(
+    registry: TerminalRegistry, clock: Clock
+) -> None:
+    """Home Assistant keeps every removed entity: 16 a snapshot were 230,000 a day."""
+    terminal = connect(registry)
+    removed = 0
+    for round_ in range(100):
+        before = {n for n, k in terminal.skill_kinds.items() if k is not None}
+        send(
+            registry,
+            Kind.SKILLS,
+            skills(
+                terminal_id=T,
+                skill_version=10 + round_,
+                skills=_renamed_selects(round_),
+            ),
+        )
+        after = {n for n, k in terminal.skill_kinds.items() if k is not None}
+        removed += len(before - after)
+    assert removed <= CHURN_BURST + 16
+    assert all(k is None for k in terminal.skill_kinds.values())  # none for now
+    assert terminal.skills is not None and len(terminal.skills.skills) == 16
+    clock.now += CHURN_REFILL  # one more: the next snapshot's entities are made
+    send(
+        registry,
+        Kind.SKILLS,
+        skills(terminal_id=T, skill_version=200, skills=_renamed_selects(200)),
+    )
+    assert sum(k is not None for k in terminal.skill_kinds.values()) == 16
+    # Another body, new, makes its entities whatever this one did.
+    other = connect(registry, "body-2")
+    assert any(k is not None for k in other.skill_kinds.values())
 
 
 def test_held_changes_are_told_a_few_at_a_time(

@@ -33,6 +33,11 @@ class TokenBuckets[K: Hashable]:
         self._buckets[key] = (tokens - 1, now)
         return 0.0
 
+    def empty(self, key: K) -> bool:
+        """Whether ``key`` has no token now (nothing is spent)."""
+        tokens, since = self._buckets.get(key, (float(self.burst), self._clock()))
+        return tokens + (self._clock() - since) / self.refill < 1
+
     def forget(self, key: K) -> None:
         """Drop ``key``'s bucket (it starts full again)."""
         self._buckets.pop(key, None)

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from .buckets import TokenBuckets
+from .entity_churn import EntityChurn
 from .intent_filter import IntentFilterError, filter_intents
 from .intent_filter.catalog import cached_catalog
 from .logs import trace_logger
@@ -210,6 +211,7 @@ class TerminalRegistry:
         # latest change waits to be told (``release_held``).
         self._flips = TokenBuckets[str](FLIP_BURST, FLIP_REFILL, clock)
         self._held: dict[str, None] = {}
+        self._churn = EntityChurn(clock)
         # Listeners by terminal id; None holds those that hear every terminal.
         self._listeners: dict[str | None, list[Listener]] = {}
 
@@ -356,6 +358,7 @@ class TerminalRegistry:
         self._phantoms.pop(terminal_id, None)
         self._flips.forget(terminal_id)
         self._held.pop(terminal_id, None)
+        self._churn.forget(terminal_id)
         if terminal is not None:
             self._held_bytes -= sum(terminal.held_bytes.values())
             self._skill_entities -= _entities(terminal.skill_kinds)
@@ -511,6 +514,7 @@ class TerminalRegistry:
             self._registered += 1
         terminal.skills = snapshot
         self._skill_entities -= _entities(terminal.skill_kinds)
+        kinds = self._churn.within(terminal.terminal_id, terminal.skill_kinds, kinds)
         terminal.skill_kinds = self._within_all(terminal.terminal_id, kinds)
         self._skill_entities += _entities(terminal.skill_kinds)
         self._notify(terminal, Change.ADDED if added else Change.UPDATED)
