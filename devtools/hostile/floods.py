@@ -209,3 +209,45 @@ async def check_registry_fill(ctx: Context) -> None:
         )
 
     await ctx.check("5.2", "a body flaps its online 2,000 times", flap)
+
+    async def churn() -> Verdict:
+        terminal_id = ctx.tid("churn")
+
+        def renamed(round_: int) -> dict[str, Any]:
+            picks = [
+                {
+                    "name": f"pick_{round_}_{n}",
+                    "description": "d",
+                    "input_schema": {
+                        "type": "object",
+                        "properties": {"o": {"type": "string", "enum": ["a", "b"]}},
+                        "required": ["o"],
+                    },
+                }
+                for n in range(16)
+            ]
+            return {
+                "terminal_id": terminal_id,
+                "skill_version": round_,
+                "skills": picks,
+            }
+
+        ctx.body.announce(terminal_id, renamed(1))
+        if await ctx.wait_device(terminal_id, 30) is None:
+            return False, "the renaming body never became a device"
+        await asyncio.sleep(1)
+        updates = await ctx.admin_ws.subscribe("entity_registry_updated")
+        for round_ in range(2, 12):  # within the snapshots' burst of 10
+            ctx.body.publish(terminal_id, "skills", json.dumps(renamed(round_)))
+        await asyncio.sleep(8)
+        removed = 0
+        while not updates.empty():
+            event = updates.get_nowait()
+            removed += event.get("data", {}).get("action") == "remove"
+        return removed <= 48, (
+            f"10 snapshots renaming 16 select skills: {removed} entities removed"
+            " (Home Assistant keeps each as a deleted entity; without the"
+            " budget 16 a snapshot applied)"
+        )
+
+    await ctx.check("5.3", "a body renames its 16 skills in 10 snapshots", churn)
