@@ -15,7 +15,7 @@ most 32 levels deep; large ones are decoded in the executor.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from functools import partial, wraps
+from functools import wraps
 from http import HTTPStatus
 from typing import Any
 
@@ -134,19 +134,12 @@ async def _json_body(request: web.Request) -> Any:
             "the request body cannot be read (its Content-Encoding does not match it)",
             close=True,
         ) from None
-    raw = b"".join(chunks)
-    decode = partial(
-        untrusted.loads,
-        raw,
+    return await untrusted.loads_off_loop(
+        b"".join(chunks),
+        request.app[KEY_HASS].async_add_executor_job,
         max_bytes=MAX_BODY,
-        # Even in the executor the decoder holds the GIL while it builds the
-        # values: 512 KiB of zeros (262,144 of them) held the loop for 11-22 ms.
-        max_values=untrusted.MAX_JSON_VALUES,
         what="request body",
     )
-    if not untrusted.decodes_on_loop(raw):
-        return await request.app[KEY_HASS].async_add_executor_job(decode)
-    return decode()
 
 
 async def _json_object(request: web.Request) -> dict[str, Any]:

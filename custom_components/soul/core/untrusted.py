@@ -23,7 +23,8 @@ Every refusal is an ``UntrustedInputError`` whose message says what to fix
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 import json
 import re
 import sys
@@ -311,6 +312,33 @@ def loads(
             raise UntrustedInputError(f"{what} contains a lone UTF-16 surrogate")
         value = _repaired(value)
     return value
+
+
+async def loads_off_loop(
+    raw: bytes | bytearray | str,
+    run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]],
+    *,
+    max_bytes: int,
+    max_containers: int = MAX_JSON_CONTAINERS,
+    what: str = "the payload",
+    repair: bool = False,
+) -> Any:
+    """Return ``loads`` of ``raw``, through ``run_blocking`` unless ``decodes_on_loop``.
+
+    Even in a thread the C decoder holds the GIL while it builds the values,
+    and so the event loop (512 KiB of zeros held it 11-22 ms, 2 MiB 55 ms):
+    at most ``MAX_JSON_VALUES`` commas.
+    """
+    decode = partial(
+        loads,
+        raw,
+        max_bytes=max_bytes,
+        max_containers=max_containers,
+        max_values=MAX_JSON_VALUES,
+        what=what,
+        repair=repair,
+    )
+    return decode() if decodes_on_loop(raw) else await run_blocking(decode)
 
 
 def check_json[V](

@@ -19,7 +19,7 @@ from custom_components.soul.core.memory.mem0_server import (
     MAX_ANSWER_BYTES,
     Mem0Server,
 )
-from custom_components.soul.core.untrusted import LOOP_JSON_BYTES
+from custom_components.soul.core.untrusted import LOOP_JSON_BYTES, MAX_JSON_VALUES
 from devtools.broker import free_port
 from devtools.fake_llm import FakeOpenAI, mem0_responder
 from devtools.mem0_rest import Mem0Rest
@@ -234,6 +234,11 @@ async def test_an_answer_is_read_within_its_bound(
                 content_type="application/json",
                 headers={"Content-Encoding": "gzip"},
             ),
+            # Within the size, but its values would hold the GIL (55 ms at 2 MiB).
+            web.Response(
+                body=b"[" + b"0," * (MAX_JSON_VALUES + 1) + b"0]",
+                content_type="application/json",
+            ),
         ]
     )
 
@@ -246,6 +251,8 @@ async def test_an_answer_is_read_within_its_bound(
     for _ in range(2):  # too large; too large once decompressed
         with pytest.raises(MemoryBackendError, match="larger than"):
             await backend.search("tea", user_id="alice", agent_id=None)
+    with pytest.raises(MemoryBackendError, match=f"more than {MAX_JSON_VALUES} values"):
+        await backend.search("tea", user_id="alice", agent_id=None)
 
 
 async def test_slow_server_times_out(stub, session: aiohttp.ClientSession) -> None:

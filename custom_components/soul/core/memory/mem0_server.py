@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from functools import partial
 import json
 from typing import Any
 from urllib.parse import quote
@@ -116,18 +115,15 @@ class Mem0Server:
             )
         if not 200 <= status < 300:
             raise MemoryBackendError(f"{what}: HTTP {status} {self._detail(body)}")
-        decode = partial(
-            untrusted.loads,
-            bytes(body),
-            max_bytes=MAX_ANSWER_BYTES,
-            max_containers=untrusted.MAX_JSON_VALUES,
-            what="the answer",
-            repair=True,
-        )
         try:
-            if untrusted.decodes_on_loop(body):
-                return decode()
-            return await asyncio.to_thread(decode)
+            return await untrusted.loads_off_loop(
+                bytes(body),
+                asyncio.to_thread,
+                max_bytes=MAX_ANSWER_BYTES,
+                max_containers=untrusted.MAX_JSON_VALUES,
+                what="the answer",
+                repair=True,
+            )
         except untrusted.UntrustedInputError as err:
             raise MemoryBackendError(f"{what}: {err}") from err
 
