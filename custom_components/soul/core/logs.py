@@ -68,19 +68,14 @@ def trace_logger(name: str) -> TraceLogger:
 class LogThrottle(logging.Filter):
     """At most ``BURST`` records from one line of code within ``WINDOW`` seconds.
 
-    Only records at ``min_level`` or above count; the first one let through
-    after some were left out says how many.
+    Only records at WARNING or above count; the first one let through after
+    some were left out says how many. ``shown`` may write a record's text
+    anew (``mcp.sdk_logs``).
     """
 
-    def __init__(
-        self,
-        *,
-        min_level: int = logging.WARNING,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         """Start with no record seen; ``clock`` measures the windows."""
         super().__init__()
-        self._min_level = min_level
         self._clock = clock
         self._lock = threading.Lock()
         # (file, line) → (when its window began, records in it, left out)
@@ -88,21 +83,18 @@ class LogThrottle(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Return whether the record goes on (saying what was left out before it)."""
-        if record.levelno < self._min_level:
-            return True
-        left_out = self.admit(record)
+        left_out = self._admit(record) if record.levelno >= logging.WARNING else 0
         if left_out is None:
             return False
-        if left_out:
-            try:
-                message = record.getMessage()
-            except Exception:  # noqa: BLE001 - a filter must not raise at a log call
-                message = str(record.msg)
-            record.msg = f"{message} ({left_out} more like this were left out)"
-            record.args = None
+        if (text := self.shown(record, left_out)) is not None:
+            record.msg, record.args = text, None
         return True
 
-    def admit(self, record: logging.LogRecord) -> int | None:
+    def shown(self, record: logging.LogRecord, left_out: int) -> str | None:
+        """Return the record's text anew, or None to leave it as it is."""
+        return f"{message_of(record)}{left_out_note(left_out)}" if left_out else None
+
+    def _admit(self, record: logging.LogRecord) -> int | None:
         """Count ``record``; return None to leave it out, else how many were before it."""
         place = (record.pathname, record.lineno)
         now = self._clock()
@@ -123,3 +115,16 @@ class LogThrottle(logging.Filter):
 
 
 THROTTLE = LogThrottle()
+
+
+def message_of(record: logging.LogRecord) -> str:
+    """Return a record's message; a filter must not raise at a log call."""
+    try:
+        return record.getMessage()
+    except Exception:  # noqa: BLE001 - arguments that do not fit the message
+        return str(record.msg)
+
+
+def left_out_note(count: int) -> str:
+    """Return what a record says of the ``count`` left out before it."""
+    return f" ({count} more like this were left out)" if count else ""

@@ -36,7 +36,7 @@ def _record(
 
 def test_the_sdk_s_records_are_cleaned_cut_and_thinned_out() -> None:
     now = [0.0]
-    guard = SdkLogGuard(lambda: now[0])
+    guard = SdkLogGuard(clock=lambda: now[0])
     passed = []
     for _ in range(BURST + 3):
         record = _record("\x1b[31m" + "x" * 10_000)
@@ -94,7 +94,7 @@ async def test_a_hub_keeps_a_flood_of_invalid_notifications_out_of_the_log(
 
 
 def test_the_sdk_s_debug_records_are_cleaned_never_left_out() -> None:
-    guard = SdkLogGuard(lambda: 0.0)
+    guard = SdkLogGuard(clock=lambda: 0.0)
     for _ in range(BURST * 3):
         record = _record("\x1b[2J" + "y" * 1000)
         record.levelno = logging.DEBUG

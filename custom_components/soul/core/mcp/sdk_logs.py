@@ -23,12 +23,11 @@ from collections.abc import Callable
 import logging
 import os
 from pathlib import Path
-import time
 
 import mcp
 
 from .. import untrusted
-from ..logs import LogThrottle
+from ..logs import LogThrottle, left_out_note, message_of
 
 MAX_LINE = 500  # characters of one record's message
 _SDK_FILES = str(Path(mcp.__file__).parent) + os.sep
@@ -40,32 +39,20 @@ _SDK_LOGGERS = ("mcp", "client")
 class SdkLogGuard(LogThrottle):
     """Clean, cut and thin out the records of the MCP SDK's code (module docstring)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        """Start with no record seen; records at WARNING or above are thinned out."""
-        super().__init__(clock=clock)
-
     def filter(self, record: logging.LogRecord) -> bool:
         """Return whether the record goes on; an SDK record is cleaned first.
 
         Debug and info records (shown only when asked for) are cleaned and
         cut, never left out.
         """
-        if not record.pathname.startswith(_SDK_FILES):
-            return True
-        left_out = self.admit(record) if record.levelno >= logging.WARNING else 0
-        if left_out is None:
-            return False
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a filter must not raise into the SDK
-            message = str(record.msg)
-        text = untrusted.clean(message, MAX_LINE)
+        return not record.pathname.startswith(_SDK_FILES) or super().filter(record)
+
+    def shown(self, record: logging.LogRecord, left_out: int) -> str:
+        """Return the record's text clean, cut, and saying what was left out."""
+        text = untrusted.clean(message_of(record), MAX_LINE)
         if len(text) == MAX_LINE:
             text += " …(cut)"
-        if left_out:
-            text += f" ({left_out} more like this were left out)"
-        record.msg, record.args = text, None
-        return True
+        return text + left_out_note(left_out)
 
 
 class _Installed:
