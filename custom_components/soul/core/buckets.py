@@ -2,8 +2,9 @@
 
 What a body may do as often as it likes is spent from its bucket: the
 snapshots it publishes (``ingest``: parsed one per token, the rest wait and
-are coalesced) and the changes of its ``online`` (``registry``: told one per
-token, the latest told later).
+are coalesced), the changes of its ``online`` (``registry``: told one per
+token, the latest told later) and the skill entities it replaces
+(``entity_churn``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ class TokenBuckets[K: Hashable]:
 
     def empty(self, key: K) -> bool:
         """Whether ``key`` has no token now (nothing is spent)."""
-        tokens, since = self._buckets.get(key, (float(self.burst), self._clock()))
+        if (bucket := self._buckets.get(key)) is None:
+            return self.burst < 1
+        tokens, since = bucket
         return tokens + (self._clock() - since) / self.refill < 1
 
     def forget(self, key: K) -> None:

@@ -35,8 +35,9 @@ _LF = 0x0A
 # The least time the SDK waits before reconnecting a stream a server ended
 # (its own default when the server says nothing).
 MIN_RETRY_MS = 1000
-MAX_RETRY_MS = 999_999_999  # and the most (nine digits: no slow int of a long one)
+# And the most: nine digits (a longer number is read as this, not as an int).
 MAX_RETRY_DIGITS = 9
+MAX_RETRY_MS = 10**MAX_RETRY_DIGITS - 1
 
 
 class BoundedTransport(httpx.AsyncBaseTransport):
@@ -232,9 +233,7 @@ class _Events(_Messages):
                     wait = (
                         int(value) if len(value) <= MAX_RETRY_DIGITS else MAX_RETRY_MS
                     )
-                    kept.append(
-                        b"retry: %d" % min(max(wait, MIN_RETRY_MS), MAX_RETRY_MS)
-                    )
+                    kept.append(b"retry: %d" % max(wait, MIN_RETRY_MS))
                 continue
             kept.append(line)
         if data and kind == b"message":
