@@ -153,21 +153,6 @@ def test_heartbeats_are_told_at_most_once_a_second(
     assert terminal.last_seen == clock.now  # each one counts as being heard
 
 
-def _renamed_selects(round_: int, count: int = 16) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": f"pick_{round_}_{n}",
-            "description": "d",
-            "input_schema": {
-                "type": "object",
-                "properties": {"o": {"type": "string", "enum": ["a", "b"]}},
-                "required": ["o"],
-            },
-        }
-        for n in range(count)
-    ]
-
-
 def test_a_body_that_renames_its_skills_replaces_few_entities(
     registry: TerminalRegistry, clock: Clock
 ) -> None:
@@ -176,26 +161,15 @@ def test_a_body_that_renames_its_skills_replaces_few_entities(
     removed = 0
     for round_ in range(100):
         before = {n for n, k in terminal.skill_kinds.items() if k is not None}
-        send(
-            registry,
-            Kind.SKILLS,
-            skills(
-                terminal_id=T,
-                skill_version=10 + round_,
-                skills=_renamed_selects(round_),
-            ),
-        )
+        payload = _select_skills(T, 16, 10 + round_, prefix=f"pick_{round_}")
+        registry.handle_message(Kind.SKILLS, T, payload)
         after = {n for n, k in terminal.skill_kinds.items() if k is not None}
         removed += len(before - after)
     assert removed <= CHURN_BURST + 16
     assert all(k is None for k in terminal.skill_kinds.values())  # none for now
     assert terminal.skills is not None and len(terminal.skills.skills) == 16
     clock.now += CHURN_REFILL  # one more: the next snapshot's entities are made
-    send(
-        registry,
-        Kind.SKILLS,
-        skills(terminal_id=T, skill_version=200, skills=_renamed_selects(200)),
-    )
+    registry.handle_message(Kind.SKILLS, T, _select_skills(T, 16, 200, prefix="new"))
     assert sum(k is not None for k in terminal.skill_kinds.values()) == 16
     # Another body, new, makes its entities whatever this one did.
     other = connect(registry, "body-2")
@@ -542,8 +516,10 @@ def test_equal_looking_values_are_not_shared(registry: TerminalRegistry) -> None
     assert [type(d) for d in defaults] == [int, float, bool]
 
 
-def _select_skills(terminal_id: str, count: int, version: int = 3) -> str:
-    """A skills payload of ``count`` skills that each make a select."""
+def _select_skills(
+    terminal_id: str, count: int, version: int = 3, prefix: str = "pick"
+) -> str:
+    """A skills payload of ``count`` skills that each make a select (``prefix_n``)."""
     pick = {"type": "string", "enum": ["a", "b"]}
     return json.dumps(
         skills(
@@ -551,7 +527,7 @@ def _select_skills(terminal_id: str, count: int, version: int = 3) -> str:
             skill_version=version,
             skills=[
                 {
-                    "name": f"pick_{n}",
+                    "name": f"{prefix}_{n}",
                     "input_schema": {
                         "type": "object",
                         "properties": {"o": pick},

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 import gzip
 import json
 import sys
@@ -85,6 +86,20 @@ def _connection(server: HttpServer, sse: bool = False) -> McpConnection:
     )
 
 
+@asynccontextmanager
+async def _connected(*args: str) -> AsyncIterator[McpConnection]:
+    """Yield a connection to ``hostile_server.py --http *args``, connected."""
+    command = [sys.executable, HOSTILE_SERVER, "--http", *args]
+    with serve_http_server(command=command) as server:
+        connection = _connection(server)
+        connection.start(asyncio.ensure_future)
+        try:
+            await until(lambda: connection.status == CONNECTED, timeout=30)
+            yield connection
+        finally:
+            await connection.stop()
+
+
 @pytest.fixture
 async def flood(flood_server: tuple[HttpServer, bool]) -> AsyncIterator[McpConnection]:
     connection = _connection(*flood_server)
@@ -140,16 +155,9 @@ async def test_a_listing_over_http_is_cut_to_what_soul_keeps(
     socket_enabled: None,
 ) -> None:
     """The SDK parses an HTTP message on the loop: 1,024 tools took 18-37 ms."""
-    command = [sys.executable, HOSTILE_SERVER, "--http", "--tools", "1200"]
-    with serve_http_server(command=command) as server:
-        connection = _connection(server)
-        connection.start(asyncio.ensure_future)
-        try:
-            await until(lambda: connection.status == CONNECTED, timeout=30)
-            assert len(connection.tools) == 128
-            assert "1 or more tools over 128" in connection.skipped
-        finally:
-            await connection.stop()
+    async with _connected("--tools", "1200") as connection:
+        assert len(connection.tools) == 128
+        assert "1 or more tools over 128" in connection.skipped
 
 
 async def test_a_message_of_too_many_values_once_cut_is_refused() -> None:
@@ -202,23 +210,16 @@ async def test_a_listing_of_rich_schemas_is_read_whole(socket_enabled: None) -> 
     on the loop (the listing was refused before), none of them the SDK's.
     """
     assert 128 * RICH_SCHEMA_VALUES > MAX_HTTP_MESSAGE_VALUES
-    command = [sys.executable, HOSTILE_SERVER, "--http", "--rich", "128"]
-    with serve_http_server(command=command) as server:
-        connection = _connection(server)
-        connection.start(asyncio.ensure_future)
-        try:
-            await until(lambda: connection.status == CONNECTED, timeout=30)
-            rich = {
-                tool.tool: tool.skill.input_schema
-                for tool in connection.tools
-                if tool.tool.startswith("r")
-            }
-            assert len(connection.tools) == 128
-            assert len(rich) > 100 and all(
-                schema == rich_schema(int(name[1:])) for name, schema in rich.items()
-            )
-        finally:
-            await connection.stop()
+    async with _connected("--rich", "128") as connection:
+        rich = {
+            tool.tool: tool.skill.input_schema
+            for tool in connection.tools
+            if tool.tool.startswith("r")
+        }
+        assert len(connection.tools) == 128
+        assert len(rich) > 100 and all(
+            schema == rich_schema(int(name[1:])) for name, schema in rich.items()
+        )
 
 
 async def test_a_result_is_read_whatever_its_tool_says_of_its_structure(
