@@ -8,9 +8,12 @@ Home Assistant's event loop. So every untrusted pattern:
   fixed repeats when it compiles (``((a{100}){100}){100}`` takes 0.4 s, one
   level more exhausts the memory), so the minimum counts of nested repeats
   are multiplied out from Python's own parse tree before anything compiles;
-- always runs on the ``regex`` module (pure C, with musllinux wheels) with a
-  hard ``timeout`` — never on ``re``, whose matches cannot be stopped —
-  and, on an event loop's thread, keeps the GIL while it matches;
+- runs on the ``regex`` module (pure C, with musllinux wheels) with a hard
+  ``timeout`` — never on ``re``, whose matches cannot be stopped — and, on
+  an event loop's thread, keeps the GIL while it matches; the one exception
+  is a choice among literals searched in a short text (``regex_choice``):
+  its steps are counted from the pattern beforehand, at most
+  ``MAX_CHOICE_STEPS`` a search, and it runs on ``re``;
 - shares the time of one input with every other pattern run on that input:
   inside ``with budget(seconds):`` each match's timeout is cut to what is
   left, and once it is spent ``RegexBudgetError`` says so.
@@ -19,6 +22,7 @@ Home Assistant's event loop. So every untrusted pattern:
 from __future__ import annotations
 
 from asyncio import _get_running_loop
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 import functools
 import re
@@ -31,6 +35,8 @@ import time
 from typing import Any
 
 import regex
+
+from .regex_choice import MAX_CHOICE_STEPS, choice_steps
 
 MAX_PATTERN_LENGTH = 512
 MAX_EXPANSION = 4096  # atoms a compiled pattern may unroll to
@@ -388,9 +394,21 @@ class UntrustedPattern:
 
     ``groups`` and ``groupindex`` are the compiled pattern's, ``firsts`` is
     ``first_chars(pattern)``: all read from the one parse the checks made.
+    ``choice`` is ``regex_choice.choice_steps`` of a pattern that is only a
+    choice among literals (else None): such a pattern runs on ``re`` where
+    the text is short enough (``search``), compiled there on first use.
     """
 
-    __slots__ = ("_compiled", "firsts", "groupindex", "groups", "needs", "pattern")
+    __slots__ = (
+        "_choice",
+        "_compiled",
+        "choice",
+        "firsts",
+        "groupindex",
+        "groups",
+        "needs",
+        "pattern",
+    )
 
     def __init__(
         self,
@@ -399,6 +417,8 @@ class UntrustedPattern:
         groupindex: dict[str, int],
         firsts: frozenset[str] | None,
         compiled: regex.Pattern[str] | None,
+        *,
+        choice: int | None = None,
     ) -> None:
         """Keep what the checks found (``compiled`` None: not compiled yet)."""
         self.pattern = pattern
@@ -406,13 +426,15 @@ class UntrustedPattern:
         self.groupindex = groupindex
         self.firsts = firsts
         self._compiled = compiled
+        self.choice = choice
+        self._choice: re.Pattern[str] | None = None
         # ``needed_chars``: read when the pattern compiles (None until then).
         self.needs: frozenset[str] | None = None
 
     @property
     def is_compiled(self) -> bool:
-        """Whether ``regex`` has compiled the pattern yet."""
-        return self._compiled is not None
+        """Whether the pattern was compiled yet (by ``regex``, or as a choice by ``re``)."""
+        return self._compiled is not None or self._choice is not None
 
     def cannot_match(self, text: str) -> bool:
         """Whether ``text`` holds no character a match begins with, or none every match holds."""
@@ -426,6 +448,15 @@ class UntrustedPattern:
             compiled = _compile(self.pattern)
             self.needs = needed_chars(self.pattern)
             self._compiled = compiled
+        return compiled
+
+    def compiled_choice(self) -> re.Pattern[str]:
+        """Return the literal choice compiled by ``re`` (compiling it the first time)."""
+        if (compiled := self._choice) is None:
+            compiled = re.compile(self.pattern)
+            if self.needs is None:
+                self.needs = needed_chars(self.pattern)
+            self._choice = compiled
         return compiled
 
 
@@ -464,7 +495,12 @@ def check_untrusted(pattern: str) -> UntrustedPattern:
     firsts = _firsts_of(pattern, tree, read_apart)
     if _deferrable(pattern, tree, read_apart):
         return UntrustedPattern(
-            pattern, tree.state.groups - 1, dict(tree.state.groupdict), firsts, None
+            pattern,
+            tree.state.groups - 1,
+            dict(tree.state.groupdict),
+            firsts,
+            None,
+            choice=choice_steps(tree),
         )
     compiled = _compile(pattern)
     checked = UntrustedPattern(
@@ -531,15 +567,18 @@ class _Deferred(threading.local):
 _deferred = _Deferred()
 
 
-def _compile_now(pattern: UntrustedPattern) -> regex.Pattern[str]:
+def _compile_now[P: (regex.Pattern[str], re.Pattern[str])](
+    compile_: Callable[[], P],
+) -> P:
     """Compile a checked pattern on its first use, outside the time of the input.
 
-    Up to what is left of ``FREE_COMPILE_SECONDS`` for the input; the rest
-    counts against its budget.
+    ``compile_`` is the pattern's ``compiled`` or ``compiled_choice``. Up to
+    what is left of ``FREE_COMPILE_SECONDS`` for the input; the rest counts
+    against its budget.
     """
     started = time.perf_counter()
     try:
-        return pattern.compiled()
+        return compile_()
     finally:
         spent = time.perf_counter() - started
         free = _free.get()
@@ -582,9 +621,17 @@ def search(
     if isinstance(pattern, UntrustedPattern):
         if pattern.cannot_match(text):
             return None
+        if (steps := pattern.choice) is not None and (
+            len(text) + 1
+        ) * steps <= MAX_CHOICE_STEPS:
+            # A choice among literals on a short text: its steps are bounded.
+            choice = pattern._choice  # noqa: SLF001 - the hot path: no call
+            if choice is None:
+                choice = _compile_now(pattern.compiled_choice)
+            return choice.search(text)  # type: ignore[return-value]
         compiled = pattern._compiled  # noqa: SLF001 - the hot path: no call
         if compiled is None:
-            compiled = _compile_now(pattern)
+            compiled = _compile_now(pattern.compiled)
             if (deadline := _deadline.get()) is not None:  # what the compile left
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0:
