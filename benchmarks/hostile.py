@@ -179,7 +179,9 @@ def main() -> None:
         "--check", action="store_true", help="exit 1 when a class misses the budget"
     )
     parser.add_argument(
-        "--serve-llm", choices=("hostile", "benign"), help=argparse.SUPPRESS
+        "--serve-llm",
+        choices=("hostile", "benign", "values", "values-benign"),
+        help=argparse.SUPPRESS,
     )
     args = parser.parse_args()
     if args.serve_llm:

@@ -44,6 +44,7 @@ from custom_components.soul.core.chat_request import parse_chat_request
 from custom_components.soul.core.emotion import analyze_emotion
 from custom_components.soul.core.intent_filter import cached_catalog, filter_intents
 from custom_components.soul.core.llm import (
+    MAX_COMPLETION_BYTES,
     LLMEndpoint,
     LLMResponseError,
     OpenAICompatibleLLM,
@@ -60,11 +61,8 @@ def chat_body(inputs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"session_id": "s1", "terminal_id": TERMINAL, "inputs": inputs}
 
 
-async def serve_llm(kind: str) -> None:
-    """Serve one 20 MiB completion (``kind`` "hostile" or "benign") until stdin closes."""
-    size = 20 * 1024 * 1024
-    content = "\x00\ud800" * (size // 12) if kind == "hostile" else "x" * size
-    body = json.dumps(
+def _completion(content: str, **extra: Any) -> bytes:
+    return json.dumps(
         {
             "id": "chatcmpl-1",
             "object": "chat.completion",
@@ -78,8 +76,27 @@ async def serve_llm(kind: str) -> None:
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            **extra,
         }
     ).encode()
+
+
+async def serve_llm(kind: str) -> None:
+    """Serve one completion until stdin closes.
+
+    ``kind`` "hostile" or "benign": 20 MiB (a text of NULs and lone
+    surrogates, or of "x"); "values" or "values-benign": just under
+    ``MAX_COMPLETION_BYTES``, most of it one extra field of zeros (a million
+    values for the decoder to build) or one string as long.
+    """
+    if kind in ("hostile", "benign"):
+        size = 20 * 1024 * 1024
+        content = "\x00\ud800" * (size // 12) if kind == "hostile" else "x" * size
+        body = _completion(content)
+    else:
+        room = MAX_COMPLETION_BYTES - len(_completion("hi", padding=[])) - 16
+        padding: Any = [0] * (room // 3) if kind == "values" else "x" * room
+        body = _completion("hi", padding=padding)
 
     async def completion(_request: web.Request) -> web.Response:
         return web.Response(body=body, content_type="application/json")
@@ -95,7 +112,7 @@ async def serve_llm(kind: str) -> None:
 
 
 async def model_reply_stall(meter: Meter, kind: str) -> tuple[float, int]:
-    """Return the loop stall of one 20 MiB completion through ``OpenAICompatibleLLM``."""
+    """Return the loop stall of one completion (``serve_llm``) through ``OpenAICompatibleLLM``."""
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -119,7 +136,7 @@ async def model_reply_stall(meter: Meter, kind: str) -> tuple[float, int]:
             try:
                 reply = await llm.chat([{"role": "user", "content": "hi"}])
             except LLMResponseError:
-                return  # over MAX_COMPLETION_BYTES: refused while reading
+                return  # refused: over MAX_COMPLETION_BYTES, or too many values
             untrusted.clean(reply.content, MAX_REPLY)
 
         await turn()  # warm the client up
@@ -241,6 +258,18 @@ async def chat(meter: Meter) -> list[Section]:
             hostile_stall,
             benign_stall,
             "OpenAICompatibleLLM.chat + clean; benign: 20 MiB of x",
+        )
+    )
+    values_stall, size = await model_reply_stall(meter, "values")
+    benign_stall, _ = await model_reply_stall(meter, "values-benign")
+    section.rows.append(
+        Row(
+            "a completion of a million zeros (0,0,…), just under its 2 MiB",
+            size_label(size),
+            "stall",
+            values_stall,
+            benign_stall,
+            "OpenAICompatibleLLM.chat; benign: one string as long",
         )
     )
     return [section]

@@ -15,7 +15,7 @@ import time
 from aiohttp import web
 import pytest
 
-from custom_components.soul.core import llm as llm_module
+from custom_components.soul.core import llm as llm_module, untrusted
 from custom_components.soul.core.llm import (
     DEADLINE_TIMEOUTS,
     MAX_COMPLETION_BYTES,
@@ -215,6 +215,53 @@ async def test_an_error_page_becomes_one_clean_line(
     said = str(caught.value)
     assert "boom" in said
     assert not {"\x00", "\u202e", "\n"} & set(said), said
+
+
+@pytest.fixture
+async def counting_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
+    """An endpoint whose completion (or one streamed event) holds too many values."""
+    zeros = [0] * (untrusted.MAX_JSON_VALUES + 2)
+
+    async def many(request: web.Request) -> web.Response:
+        if (await request.json()).get("stream", False):
+            chunk = {"choices": [{"delta": {"content": "hi"}}], "padding": zeros}
+            return web.Response(
+                text=f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n",
+                content_type="text/event-stream",
+            )
+        completion = {
+            "choices": [{"message": {"role": "assistant", "content": "hi"}}],
+            "padding": zeros,
+        }
+        return web.json_response(completion)
+
+    async with _endpoint(many) as url:
+        yield url
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_an_answer_of_too_many_values_is_refused(
+    counting_endpoint: str,
+    make_llm: Callable[..., OpenAICompatibleLLM],
+    streamed: bool,
+) -> None:
+    """A million zeros within the 2 MiB held the loop 0.1 s, decoded in a thread.
+
+    The decoder holds the GIL while it builds the values (benchmarks.hostile,
+    class 7, 2026-11-29).
+    """
+    llm = make_llm(counting_endpoint)
+    messages = [{"role": "user", "content": "hi"}]
+
+    async def ask() -> None:
+        if streamed:
+            async for _piece in llm.stream(messages):
+                pass
+        else:
+            await llm.chat(messages)
+
+    with pytest.raises(LLMResponseError, match="values"):
+        await ask()
 
 
 BIG = json.dumps({"error": {"message": "x" * (MAX_COMPLETION_BYTES + 10)}})
