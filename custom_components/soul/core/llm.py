@@ -12,11 +12,16 @@ import openai
 
 # The client imports its resources (chat, models, …) on their first use: 140–165
 # ms, which the first endpoint check or chat after a start held the event loop
-# for (black-box run, 2026-11-28). Imported here, with Soul, not on the loop.
-import openai.resources
+# for (black-box run, 2026-11-28). Imported here, with Soul, not on the loop:
+# the classes themselves, as the client imports them (openai 3.57 made every
+# package of ``openai.resources`` lazy, so importing a package loads nothing).
+from openai.resources.chat import AsyncChat, AsyncCompletions
+from openai.resources.models import AsyncModels
 
 from . import untrusted
 from .http_limits import AnswerRefusedError, LimitedTransport
+
+_RESOURCES = (AsyncChat, AsyncCompletions, AsyncModels)  # imported with Soul, above
 
 # Sent when the user gives no key: local servers (Ollama, llama.cpp, vLLM) ignore it,
 # and the openai client refuses to start without one.
@@ -276,7 +281,12 @@ def _said(err: Exception) -> str:
     An error page's NUL bytes and bidi overrides went into Home Assistant's
     log as they came (black-box run, 2026-11-28).
     """
-    return untrusted.clean(str(err), MAX_ERROR_TEXT, multiline=False)
+    said = str(err)
+    # openai 3.57 and later keep a body that is not JSON out of the message.
+    body = err.body if isinstance(err, openai.APIStatusError) else None
+    if isinstance(body, str) and body and body not in said:
+        said = f"{said} - {body}"
+    return untrusted.clean(said, MAX_ERROR_TEXT, multiline=False)
 
 
 def _unusable(err: Exception) -> LLMError:
