@@ -71,6 +71,29 @@ MISMATCH = types.Tool(
 )
 
 
+def _echo(x: str) -> str:
+    return x
+
+
+def add_echoes(server: FastMCP, count: int) -> None:
+    """Register ``count`` echo tools ``t0``, ``t1``, … (at most ``count``; none for 0).
+
+    The SDK reads a function's signature into a model for every ``add_tool``:
+    6,000 of them took 13 s to start on a slow machine, near the tests' 15 s
+    wait. The first is registered so; the rest are copies of it, renamed.
+    """
+    if count <= 0:
+        return
+    server.add_tool(_echo, name="t0", description="d")
+    tools = getattr(getattr(server, "_tool_manager", None), "_tools", None)
+    first = tools.get("t0") if isinstance(tools, dict) else None
+    for number in range(1, count):
+        if first is None:  # another SDK: the slow way
+            server.add_tool(_echo, name=f"t{number}", description="d")
+        else:
+            tools[f"t{number}"] = first.model_copy(update={"name": f"t{number}"})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tools", type=int, default=0)
@@ -120,11 +143,7 @@ def main() -> int:
     async def grow_many(ctx: Context, count: int) -> str:  # type: ignore[type-arg]
         """Add ``count`` tools and say that the tool list changed."""
 
-        def echo(x: str) -> str:
-            return x
-
-        for number in range(count):
-            server.add_tool(echo, name=f"t{number}", description="d")
+        add_echoes(server, count)
         await changed(ctx)
         return "grown"
 
@@ -168,11 +187,7 @@ def main() -> int:
         """How many times the tools were listed."""
         return str(listed[0])
 
-    def echo(x: str) -> str:
-        return x
-
-    for number in range(args.tools):
-        server.add_tool(echo, name=f"t{number}", description="d")
+    add_echoes(server, args.tools)
     extra = [MISMATCH]
     extra += [
         types.Tool(name=f"r{n}", description="d", inputSchema=rich_schema(n))
