@@ -31,7 +31,7 @@ from custom_components.soul.core.intent_filter import (
     clear_compile_cache,
     filter_intents,
 )
-from custom_components.soul.core.regex_choice import MAX_CHOICE_STEPS
+from devtools.hostile.payloads import choice_ladder
 
 # -- 2. untrusted regexes --------------------------------------------------------------
 
@@ -105,15 +105,8 @@ async def regexes(meter: Meter) -> list[Section]:
     many = regex_catalog(["(a|aa)+$"] * 32, intents=8)
     literal = regex_catalog([ordinary_pattern(20)] * 32, intents=8)
     # Literal choices run on ``re``, without a timeout, while their counted
-    # steps times the text's places stay within MAX_CHOICE_STEPS: the longest
-    # ladder ("a"…"b" alternatives, no match anywhere) that still does.
-    ladder = "(ab)"
-    for rungs in range(2, 32):
-        longer = "(" + "|".join("a" * k + "b" for k in range(1, rungs + 1)) + ")"
-        steps = safe_regex.check_untrusted(longer).choice
-        if steps is None or steps * (len(REDOS_TEXT) + 1) > MAX_CHOICE_STEPS:
-            break
-        ladder = longer
+    # steps times the text's places stay within MAX_CHOICE_STEPS.
+    ladder = choice_ladder(len(REDOS_TEXT))
     choices = regex_catalog([ladder] * 32, intents=8)
     size = len(json.dumps(many))
     keywords = [

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from custom_components.soul.core.regex_choice import MAX_CHOICE_STEPS
+from custom_components.soul.core.safe_regex import check_untrusted
+
 PREFIX = "soul"
 EVIL_PATTERN = "a{0,64}" * 6 + "b"
 EVIL_TEXT = "a" * 80
@@ -51,6 +54,23 @@ def good_skills(
             *(extra or []),
         ],
     }
+
+
+def choice_ladder(text_length: int) -> str:
+    """Return the longest ladder ``(ab|aab|…)`` that still runs on ``re`` in such a text.
+
+    A literal choice runs without a timeout while its counted steps times the
+    text's places stay within ``MAX_CHOICE_STEPS`` (``core/regex_choice.py``);
+    on a text of ``a``s it matches nowhere, so every place is tried in full.
+    """
+    ladder = "(ab)"
+    for rungs in range(2, 32):
+        longer = "(" + "|".join("a" * k + "b" for k in range(1, rungs + 1)) + ")"
+        steps = check_untrusted(longer).choice
+        if steps is None or steps * (text_length + 1) > MAX_CHOICE_STEPS:
+            break
+        ladder = longer
+    return ladder
 
 
 def catalog(terminal_id: str, entries: list[dict[str, Any]], version: int = 1) -> str:

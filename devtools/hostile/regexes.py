@@ -13,6 +13,7 @@ from devtools.hostile.payloads import (
     SIMPLE_CATALOG,
     catalog,
     chat_body,
+    choice_ladder,
     good_skills,
 )
 
@@ -49,6 +50,39 @@ async def check_regexes(ctx: Context) -> None:
         return verdict_of(parts)
 
     await ctx.check("2.1", "evil regex_any inline (POST /intents/filter)", inline)
+
+    async def choices() -> Verdict:
+        # 256 literal choices at their step bound, one catalog's cap.
+        text = "a" * 80 + "#"
+        ladder = choice_ladder(len(text))
+        body = {
+            "command": text,
+            "intent_catalog": [
+                {
+                    "id": f"choice{n}",
+                    "match": {"regex_any": [f"{ladder}(?#{n}.{k})" for k in range(32)]},
+                }
+                for n in range(8)
+            ],
+        }
+        parts = []
+        for attempt in ("first", "again"):
+            reply = await ha.request(
+                "POST", "/api/soul/v1/intents/filter", ctx.admin, body=body
+            )
+            parts.append(
+                (
+                    status_is(reply, 200) and reply.elapsed < 1.0,
+                    f"{attempt}: {reply.status} in {reply.elapsed * 1000:.0f} ms",
+                )
+            )
+        return verdict_of(parts)
+
+    await ctx.check(
+        "2.1b",
+        "256 literal choices at their step bound (POST /intents/filter)",
+        choices,
+    )
 
     async def body_catalog() -> Verdict:
         terminal_id = ctx.terminals["evil"]
