@@ -248,30 +248,25 @@ async def chat(meter: Meter) -> list[Section]:
             meter.loop(lambda: untrusted.clean(plain, MAX_REPLY)),
         )
     )
-    hostile_stall, size = await model_reply_stall(meter, "hostile")
-    benign_stall, _ = await model_reply_stall(meter, "benign")
-    section.rows.append(
-        Row(
+    for hostile, benign, name, note in (
+        (
+            "hostile",
+            "benign",
             "20 MiB completion (\\u0000\\ud800…) via openai",
-            size_label(size),
-            "stall",
-            hostile_stall,
-            benign_stall,
             "OpenAICompatibleLLM.chat + clean; benign: 20 MiB of x",
-        )
-    )
-    values_stall, size = await model_reply_stall(meter, "values")
-    benign_stall, _ = await model_reply_stall(meter, "values-benign")
-    section.rows.append(
-        Row(
+        ),
+        (
+            "values",
+            "values-benign",
             "a completion of a million zeros (0,0,…), just under its 2 MiB",
-            size_label(size),
-            "stall",
-            values_stall,
-            benign_stall,
             "OpenAICompatibleLLM.chat; benign: one string as long",
+        ),
+    ):
+        hostile_stall, size = await model_reply_stall(meter, hostile)
+        benign_stall, _ = await model_reply_stall(meter, benign)
+        section.rows.append(
+            Row(name, size_label(size), "stall", hostile_stall, benign_stall, note)
         )
-    )
     return [section]
 
 

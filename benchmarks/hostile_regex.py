@@ -31,25 +31,9 @@ from custom_components.soul.core.intent_filter import (
     clear_compile_cache,
     filter_intents,
 )
-from devtools.hostile.payloads import choice_ladder
+from devtools.hostile.payloads import choice_ladder, regex_catalog
 
 # -- 2. untrusted regexes --------------------------------------------------------------
-
-
-def regex_catalog(patterns: list[str], intents: int = 1) -> list[dict[str, Any]]:
-    """Return a catalog whose intents each carry ``patterns`` (made distinct)."""
-    return [
-        {
-            "id": f"intent_{n}",
-            "match": {
-                "regex_any": [
-                    p if intents == 1 else f"{p}(?#{n}.{k})"
-                    for k, p in enumerate(patterns)
-                ]
-            },
-        }
-        for n in range(intents)
-    ]
 
 
 def pattern_skill(pattern: str, properties: int = 1) -> protocol.Skill:

@@ -56,6 +56,22 @@ def good_skills(
     }
 
 
+def regex_catalog(patterns: list[str], intents: int = 1) -> list[dict[str, Any]]:
+    """Return a catalog whose intents each carry ``patterns`` (made distinct)."""
+    return [
+        {
+            "id": f"intent_{n}",
+            "match": {
+                "regex_any": [
+                    p if intents == 1 else f"{p}(?#{n}.{k})"
+                    for k, p in enumerate(patterns)
+                ]
+            },
+        }
+        for n in range(intents)
+    ]
+
+
 def choice_ladder(text_length: int) -> str:
     """Return the longest ladder ``(ab|aab|…)`` that still runs on ``re`` in such a text.
 

@@ -15,6 +15,7 @@ from devtools.hostile.payloads import (
     chat_body,
     choice_ladder,
     good_skills,
+    regex_catalog,
 )
 
 
@@ -57,13 +58,7 @@ async def check_regexes(ctx: Context) -> None:
         ladder = choice_ladder(len(text))
         body = {
             "command": text,
-            "intent_catalog": [
-                {
-                    "id": f"choice{n}",
-                    "match": {"regex_any": [f"{ladder}(?#{n}.{k})" for k in range(32)]},
-                }
-                for n in range(8)
-            ],
+            "intent_catalog": regex_catalog([ladder] * 32, intents=8),
         }
         parts = []
         for attempt in ("first", "again"):

@@ -110,6 +110,18 @@ async def test_a_page_that_is_no_completion_is_a_response_error(
         await make_llm(fake_llm.base_url).chat([{"role": "user", "content": "hi"}])
 
 
+async def _ask(
+    llm: OpenAICompatibleLLM, *, streamed: bool, timeout: float = 30.0
+) -> None:
+    """Ask ``llm`` one question, streamed or not, reading the whole answer."""
+    messages = [{"role": "user", "content": "hi"}]
+    if streamed:
+        async for _piece in llm.stream(messages, timeout=timeout):
+            pass
+    else:
+        await llm.chat(messages, timeout=timeout)
+
+
 @asynccontextmanager
 async def _endpoint(
     handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
@@ -161,18 +173,9 @@ async def test_an_endpoint_that_drips_is_cut_off(
     2026-11-28).
     """
     llm = make_llm(dripping_endpoint)
-    messages = [{"role": "user", "content": "hi"}]
-
-    async def ask() -> None:
-        if streamed:
-            async for _piece in llm.stream(messages, timeout=0.3):
-                pass
-        else:
-            await llm.chat(messages, timeout=0.3)
-
     started = time.monotonic()
     with pytest.raises(LLMConnectionError, match="did not finish its answer within"):
-        await ask()
+        await _ask(llm, streamed=streamed, timeout=0.3)
     assert time.monotonic() - started < DEADLINE_TIMEOUTS * 0.3 + 0.5
 
 
@@ -250,18 +253,8 @@ async def test_an_answer_of_too_many_values_is_refused(
     The decoder holds the GIL while it builds the values (benchmarks.hostile,
     class 7, 2026-11-29).
     """
-    llm = make_llm(counting_endpoint)
-    messages = [{"role": "user", "content": "hi"}]
-
-    async def ask() -> None:
-        if streamed:
-            async for _piece in llm.stream(messages):
-                pass
-        else:
-            await llm.chat(messages)
-
     with pytest.raises(LLMResponseError, match="values"):
-        await ask()
+        await _ask(make_llm(counting_endpoint), streamed=streamed)
 
 
 BIG = json.dumps({"error": {"message": "x" * (MAX_COMPLETION_BYTES + 10)}})
