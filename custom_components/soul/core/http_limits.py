@@ -9,12 +9,14 @@ is refused when its body is read, and no body is read past ``max_bytes``;
 either raises ``AnswerRefusedError`` (an ``httpx.ReadError``, which the
 client reports as a connection error). ``LimitedSyncTransport`` does the
 same for a synchronous client (mem0's, in the executor). The MCP transport
-(``mcp/http.py``) reads its messages the same way, with its own bounds.
+(``mcp/http.py``) reads its messages the same way (``capped``), with its own
+bounds.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from functools import partial
 
 import httpx
 
@@ -46,6 +48,30 @@ def with_stream(
         stream=stream,
         extensions=response.extensions,
     )
+
+
+async def capped(
+    chunks: AsyncIterable[bytes], max_bytes: int, too_large: Callable[[], Exception]
+) -> AsyncIterator[bytes]:
+    """Yield ``chunks`` as they come; raise ``too_large()`` past ``max_bytes`` in all."""
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > max_bytes:
+            raise too_large()
+        yield chunk
+
+
+def capped_sync(
+    chunks: Iterable[bytes], max_bytes: int, too_large: Callable[[], Exception]
+) -> Iterator[bytes]:
+    """``capped`` for a synchronous body."""
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > max_bytes:
+            raise too_large()
+        yield chunk
 
 
 def raw_stream(response: httpx.Response) -> httpx.AsyncByteStream:
@@ -123,12 +149,9 @@ class _LimitedSync(httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         if (refused := _refusal(self._compressed)) is not None:
             raise refused
-        size = 0
-        for chunk in self._raw:
-            size += len(chunk)
-            if size > self._max_bytes:
-                raise _too_large(self._max_bytes)
-            yield chunk
+        yield from capped_sync(
+            self._raw, self._max_bytes, partial(_too_large, self._max_bytes)
+        )
 
     def close(self) -> None:
         self._raw.close()
@@ -145,11 +168,9 @@ class _Limited(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if (refused := _refusal(self._compressed)) is not None:
             raise refused
-        size = 0
-        async for chunk in self._raw:
-            size += len(chunk)
-            if size > self._max_bytes:
-                raise _too_large(self._max_bytes)
+        async for chunk in capped(
+            self._raw, self._max_bytes, partial(_too_large, self._max_bytes)
+        ):
             yield chunk
 
     async def aclose(self) -> None:

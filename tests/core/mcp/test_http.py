@@ -370,7 +370,7 @@ def test_line_ends() -> None:
 
 @pytest.fixture
 async def plain_server(socket_enabled: None) -> AsyncIterator[str]:
-    """A real HTTP server answering a gzip JSON body and echoing Accept-Encoding."""
+    """A real HTTP server: a gzip JSON body echoing Accept-Encoding; a huge error."""
 
     async def compressed(request: web.Request) -> web.Response:
         return web.Response(
@@ -382,8 +382,18 @@ async def plain_server(socket_enabled: None) -> AsyncIterator[str]:
             },
         )
 
+    async def huge_error(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(
+            status=500, headers={"Content-Type": "text/plain"}
+        )
+        await response.prepare(request)
+        for _ in range(3 * MAX_HTTP_MESSAGE_BYTES // 65536):
+            await response.write(b"x" * 65536)
+        return response
+
     app = web.Application()
     app.router.add_get("/gzip", compressed)
+    app.router.add_get("/huge", huge_error)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -406,3 +416,28 @@ async def test_a_compressed_answer_is_refused(plain_server: str) -> None:
         with pytest.raises(McpMessageError):
             await response.aread()
     assert refused == ["the server sent a response compressed as 'gzip'"]
+
+
+async def test_a_body_passed_on_as_it_came_is_bounded_too(plain_server: str) -> None:
+    """Neither events nor a JSON message (an error page): passed on, within the bound."""
+    refused: list[str] = []
+    transport = BoundedTransport(
+        httpx.AsyncHTTPTransport(), _in_thread, refused.append, SchemaStash()
+    )
+    passed_on = 0
+
+    async def read(response: httpx.Response) -> None:
+        nonlocal passed_on
+        async for chunk in response.aiter_raw():
+            passed_on += len(chunk)
+
+    async with (
+        httpx.AsyncClient(transport=transport) as client,
+        client.stream("GET", plain_server + "/huge") as response,
+    ):
+        with pytest.raises(McpMessageError, match="larger than"):
+            await read(response)
+    assert 0 < passed_on <= MAX_HTTP_MESSAGE_BYTES
+    assert refused == [
+        f"the server sent a message larger than {MAX_HTTP_MESSAGE_BYTES} bytes"
+    ]

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
-from ..http_limits import ask_uncompressed, compression, raw_stream, with_stream
+from ..http_limits import ask_uncompressed, capped, compression, raw_stream, with_stream
 from .messages import (
     MAX_HTTP_MESSAGE_BYTES,
     McpMessageError,
@@ -117,13 +117,8 @@ class _Bounded(httpx.AsyncByteStream):
 class _Capped(_Bounded):
     """A body passed on as it comes, at most ``MAX_HTTP_MESSAGE_BYTES``."""
 
-    async def read(self) -> AsyncIterator[bytes]:
-        size = 0
-        async for chunk in self._raw:
-            size += len(chunk)
-            if size > MAX_HTTP_MESSAGE_BYTES:
-                raise self.too_large()
-            yield chunk
+    def read(self) -> AsyncIterator[bytes]:
+        return capped(self._raw, MAX_HTTP_MESSAGE_BYTES, self.too_large)
 
 
 class _Refused(_Bounded):
