@@ -90,6 +90,9 @@ raw_payloads = st.one_of(
             b"null",
             b"[]",
             b'{"a": "\xff"}',
+            b'{"n": 18446744073709551616}',  # 2**64: Home Assistant cannot write it
+            b"[-9223372036854775809]",
+            b"[1e999]",  # infinite: Home Assistant writes null, json.dumps Infinity
         ]
     ),
 )

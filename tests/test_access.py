@@ -167,6 +167,18 @@ async def test_chat_is_the_callers_own(callers: dict[str, Caller]) -> None:
     response = await user.client.post(CHAT, json=chat_body("dad-session"))
     assert response.status == 403
     assert "another user" in (await response.json())["error"]
+    # Nor tags a soul's emotion_update with it (a black-box run did, 2026-11-29).
+    analyze = {"text": "好开心", "terminal_id": T}
+    response = await user.client.post(
+        ANALYZE, json={**analyze, "session_id": "dad-session"}
+    )
+    assert response.status == 403
+    assert "another user" in (await response.json())["error"]
+    for session_id in ("kid-session", "kid-new-one", None):
+        response = await user.client.post(
+            ANALYZE, json={**analyze, "session_id": session_id}
+        )
+        assert response.status == 200, await response.text()
 
 
 async def test_listing_souls_shows_the_callers_own(
@@ -295,6 +307,11 @@ async def test_the_panel_and_star_session_ids_are_their_channels(
     admin, user = callers["admin"], callers["user"]
     for session_id in (f"panel-{admin.user.id[:16]}-x", "star-dad01"):
         response = await user.client.post(CHAT, json=chat_body(session_id))
+        assert response.status == 400
+        assert "channel" in (await response.json())["error"]
+        response = await user.client.post(
+            ANALYZE, json={"text": "好", "terminal_id": T, "session_id": session_id}
+        )
         assert response.status == 400
         assert "channel" in (await response.json())["error"]
     panel = await hass_ws_client(hass, access_token=user.token)

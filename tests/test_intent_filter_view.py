@@ -121,6 +121,21 @@ async def test_malformed_json_gets_400(
     response = await client.post(URL, data=b"x" * (600 * 1024))
     assert response.status == 413
     assert "larger than" in (await response.json())["error"]
+    # A number Home Assistant cannot write back (its slot default, echoed in
+    # the answer) was a 500 to any user (a black-box run, 2026-11-29).
+    for number, error in (
+        (b"18446744073709551616", "an integer outside 64 bits"),
+        (b"1e999", "a number too large for a float"),
+    ):
+        catalog = (
+            b'[{"id": "a", "match": {"keywords_any": ["x"]},'
+            b' "slots": [{"name": "n", "default": ' + number + b"}]}]"
+        )
+        response = await client.post(
+            URL, data=b'{"command": "x", "intent_catalog": ' + catalog + b"}"
+        )
+        assert response.status == 400
+        assert error in (await response.json())["error"]
 
 
 async def test_hostile_pattern_is_bounded_and_reported(

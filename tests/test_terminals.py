@@ -25,6 +25,8 @@ from pytest_homeassistant_custom_component.typing import MqttMockHAClient
 import voluptuous as vol
 
 from custom_components.soul.const import DOMAIN
+from custom_components.soul.core.protocol import parse_skills
+from custom_components.soul.device_action import fields_schema
 from custom_components.soul.helpers import find_device, find_terminal_id
 
 from .core.spec_payloads import catalog, skills
@@ -415,6 +417,31 @@ async def test_device_actions(hass: HomeAssistant, body: Body) -> None:
         None,
     )
     assert body.requests[-1]["arguments"] == {"action": "点头"}
+
+
+def test_action_fields_of_a_property_with_a_list_of_types() -> None:
+    """``"type": ["string", "null"]`` is valid JSON Schema: it raised in the action editor."""
+    snapshot = parse_skills(
+        T,
+        {
+            "skills": [
+                {
+                    "name": "typed",
+                    "input_schema": {
+                        "type": "object",
+                        "properties": {
+                            "count": {"type": ["integer", "null"]},
+                            "note": {"type": ["string", "number"]},
+                        },
+                    },
+                }
+            ]
+        },
+    )
+    skill = snapshot.skill("typed")
+    assert skill is not None, snapshot.rejected
+    schema = fields_schema(skill)
+    assert schema({"count": "3", "note": "x"}) == {"count": 3, "note": "x"}
 
 
 async def test_stale_devices_are_removed_after_setup(

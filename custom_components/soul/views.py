@@ -320,7 +320,9 @@ class EmotionAnalyzeView(HomeAssistantView):
     extension: with ``terminal_id`` (and optional ``session_id``) the text
     counts as that body's user turn — its soul's emotion moves, an
     ``emotion_update`` is published, and the response adds ``soul_emotion``,
-    ``exec_probability`` and ``exec_mode`` (not for read-only users).
+    ``exec_probability`` and ``exec_mode`` (not for read-only users). A
+    ``session_id`` is refused as in a chat turn: another user's session (403),
+    or one of the panel's or Star's (400).
     """
 
     url = "/api/soul/v1/emotion/analyze"
@@ -339,11 +341,15 @@ class EmotionAnalyzeView(HomeAssistantView):
             raise _HttpError(f"text must be at most {MAX_TEXT} characters")
         untrusted.text(text, "text", max_length=MAX_TEXT, multiline=True)
         terminal_id = _optional_str(body, "terminal_id")
-        session_id = _optional_str(body, "session_id") or "emotion_analyze"
+        session_id = _optional_str(body, "session_id")
         if terminal_id is None:
             return self.json(analyze_emotion(text))
         principal.require_control("move a soul's emotion")
         entry = _loaded(request.app[KEY_HASS])
+        if session_id is None:
+            session_id = "emotion_analyze"
+        else:  # a chat session's id is its user's, as in a chat turn
+            entry.runtime_data.chat.check_session(session_id, principal.user_id)
         if (soul := entry.runtime_data.souls.soul_of(terminal_id)) is not None:
             refuse_private_soul(principal, terminal_id, soul.user_id)
         try:

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
+import orjson
 import pytest
 
 from custom_components.soul.core import untrusted
@@ -43,8 +44,13 @@ PROPERTY = settings(
 
 
 def serialises(value: Any) -> None:
-    """``value`` is plain JSON that UTF-8 can carry (what every store needs)."""
-    json.dumps(value, ensure_ascii=False).encode("utf-8")
+    """``value`` is plain JSON that UTF-8 can carry and Home Assistant can write.
+
+    What every store needs; orjson (Home Assistant's writer) refuses integers
+    outside 64 bits, and JSON has no NaN or Infinity.
+    """
+    json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    orjson.dumps(value)
 
 
 @PROPERTY
@@ -56,6 +62,39 @@ def test_loads_accepts_clean_json_or_refuses(raw: bytes) -> None:
         return
     serialises(value)
     untrusted.check_json(value, max_bytes=1 << 21)
+
+
+@pytest.mark.parametrize(
+    ("raw", "refused", "repaired"),
+    [
+        (b'{"n": 18446744073709551616}', "an integer outside 64 bits", {"n": 2.0**64}),
+        (b"[-9223372036854775809, 1]", "an integer outside 64 bits", [-(2.0**63), 1]),
+        (b'{"a": [1, {"b": 1e999}]}', "a number too large for a float", None),
+        (b"[-1" + b"0" * 400 + b".5]", "a number too large for a float", None),
+    ],
+)
+def test_numbers_home_assistant_cannot_write_are_refused(
+    raw: bytes, refused: str, repaired: Any
+) -> None:
+    """A body's result holding 2**64 made every answer carrying it a 500."""
+    with pytest.raises(untrusted.UntrustedInputError, match=refused):
+        untrusted.loads(raw, max_bytes=1000)
+    value = untrusted.loads(raw, max_bytes=1000, repair=True)
+    if repaired is not None:  # an integer becomes the nearest float
+        assert value == repaired
+    with pytest.raises(untrusted.UntrustedInputError, match="64 bits"):
+        untrusted.check_json({"n": 2**64}, max_bytes=1000)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[18446744073709551615, -9223372036854775808, 1.7976931348623157e308]",
+        b'["null", "nu\\u006cl", null, 1e-400]',  # more nulls written: no odd number
+    ],
+)
+def test_numbers_at_the_bounds_are_kept(raw: bytes) -> None:
+    assert untrusted.loads(raw, max_bytes=1000) == json.loads(raw)
 
 
 @PROPERTY

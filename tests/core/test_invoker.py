@@ -163,6 +163,10 @@ async def test_unknown_and_malformed_results_are_dropped(
     )
     bus.invoker.handle_result(T, "r1", b"{broken")
     bus.invoker.handle_result(T, "r1", json.dumps({"request_id": "r1", "ok": False}))
+    # Home Assistant cannot write it: every answer carrying it was a 500.
+    bus.invoker.handle_result(
+        T, "r1", json.dumps({"request_id": "r1", "ok": True, "output": {"n": 2**64}})
+    )
     assert not task.done()
     bus.invoker.handle_result(
         T, "r1", json.dumps({"request_id": "r1", "ok": True, "output": 1})
@@ -171,6 +175,7 @@ async def test_unknown_and_malformed_results_are_dropped(
     assert result.ok and result.output == 1
     assert "must carry an error" in caplog.text
     assert "not valid JSON" in caplog.text
+    assert "an integer outside 64 bits" in caplog.text
 
 
 async def test_many_concurrent_invocations(bus: Bus) -> None:

@@ -232,6 +232,22 @@ class ChatPipeline:
 
     # -- the turn ---------------------------------------------------------------
 
+    def check_session(
+        self, session_id: str, user_id: str | None, channel: str = "http"
+    ) -> None:
+        """Refuse another channel's session id (``ChatError``) or another user's (403)."""
+        prefix = session_id.partition("-")[0]
+        if prefix in CHANNEL_SESSIONS and prefix != channel:
+            # The panel's and Star's session ids follow from their users: a
+            # user who took one first locked its owner out (black box).
+            raise ChatError(
+                f"session ids beginning with {prefix!r}- belong to the {prefix} "
+                "channel; choose another session_id"
+            )
+        existing = self.sessions.get(session_id)
+        if existing is not None and existing.user_id != user_id:
+            raise SessionOwnerError(f"session {session_id!r} belongs to another user")
+
     async def chat(
         self,
         body: Any,
@@ -254,19 +270,7 @@ class ChatPipeline:
         the response carries; ``channel`` names the way in.
         """
         request = parse_chat_request(body, soul_only=soul_only)
-        prefix = request.session_id.partition("-")[0]
-        if prefix in CHANNEL_SESSIONS and prefix != channel:
-            # The panel's and Star's session ids follow from their users: a
-            # user who took one first locked its owner out (black box).
-            raise ChatError(
-                f"session ids beginning with {prefix!r}- belong to the {prefix} "
-                "channel; choose another session_id"
-            )
-        existing = self.sessions.get(request.session_id)
-        if existing is not None and existing.user_id != request.user_id:
-            raise SessionOwnerError(
-                f"session {request.session_id!r} belongs to another user"
-            )
+        self.check_session(request.session_id, request.user_id, channel)
         soul = self._soul_for(request, caller)
         session = self.sessions.open(
             request.session_id, request.terminal_id, soul.soul_id, request.user_id

@@ -7,7 +7,9 @@ store, a registry or an entity:
 - ``loads`` decodes JSON within a size, as strict UTF-8, refuses lone UTF-16
   surrogates (a valid JSON escape such as ``\\ud800`` that no store can
   serialise), an object whose names repeat, ``NaN`` and ``Infinity``
-  (Python's, not JSON's), and nesting deeper than ``MAX_JSON_DEPTH``;
+  (Python's, not JSON's), and nesting deeper than ``MAX_JSON_DEPTH``, and
+  numbers Home Assistant cannot write back (an integer outside 64 bits, a
+  number too large for a float: ``1e999``);
 - ``text`` checks one string field: a string, within its documented length,
   free of lone surrogates and of control characters (a line allows none, free
   text allows tab and newlines);
@@ -26,9 +28,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from functools import partial
 import json
+import math
 import re
 import sys
 from typing import Any
+
+import orjson
 
 MAX_JSON_DEPTH = 32
 # Objects and arrays in one input (counted on the raw text, before anything is
@@ -48,6 +53,11 @@ MAX_JSON_VALUES = 65_536
 # client's round trip to 30 ms (a black-box run).
 LOOP_JSON_BYTES = 64 * 1024
 LOOP_JSON_VALUES = 4096
+# The integers Home Assistant's JSON writer (orjson) writes: a body's result
+# holding 2**64 made every answer that carried it a 500 ("Integer exceeds
+# 64-bit range"), and one body's snapshot broke the panel's body list for all.
+MIN_JSON_INT = -(2**63)
+MAX_JSON_INT = 2**64 - 1
 # A JSON escape of a UTF-16 surrogate: only then can a decoded string hold a lone one.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 # What a one-line field (a name, an id, an option) may not contain: control
@@ -190,6 +200,50 @@ def _repaired(value: Any) -> Any:
     return value
 
 
+def _odd_numbers(decoded: str, value: Any) -> bool:
+    """Whether ``value`` may hold an integer outside 64 bits or a float that is not finite.
+
+    In C, a fraction of the decoding's time: orjson refuses such an integer
+    and writes such a float as ``null``, so more nulls than the text has mean
+    one (or a null the text escaped: the walk that follows finds none).
+    """
+    try:
+        written = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return True
+    return written.count(b"null") != decoded.count("null")
+
+
+def _bounded_numbers(value: Any, what: str, *, repair: bool) -> Any:
+    """Return ``value`` whose numbers Home Assistant can write; else refuse it.
+
+    ``repair``: an integer outside 64 bits becomes the nearest finite float,
+    and a float that is not finite stays (as NaN and Infinity do).
+    """
+    kind = type(value)
+    if kind is int:
+        if MIN_JSON_INT <= value <= MAX_JSON_INT:
+            return value
+        if not repair:
+            raise UntrustedInputError(f"{what} has an integer outside 64 bits")
+        try:
+            return float(value)
+        except OverflowError:  # past the floats: the largest
+            return sys.float_info.max if value > 0 else -sys.float_info.max
+    if kind is float:
+        if repair or math.isfinite(value):
+            return value
+        raise UntrustedInputError(f"{what} has a number too large for a float")
+    if kind is list:
+        return [_bounded_numbers(item, what, repair=repair) for item in value]
+    if kind is dict:
+        return {
+            name: _bounded_numbers(item, what, repair=repair)
+            for name, item in value.items()
+        }
+    return value
+
+
 def _one_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """Return an object's members as a dict; refuse a name that comes twice.
 
@@ -265,6 +319,8 @@ def loads(
     objects and arrays are built (brackets are counted before decoding, those
     inside strings included). With ``max_values``, at most that many commas
     (an upper bound of the values, less one per container) may appear.
+    Every integer is within 64 bits and every float finite (``repair``: an
+    integer outside becomes a float).
     """
     if isinstance(raw, str):
         if len(raw) > max_bytes or (
@@ -311,6 +367,8 @@ def loads(
         if not repair:
             raise UntrustedInputError(f"{what} contains a lone UTF-16 surrogate")
         value = _repaired(value)
+    if _odd_numbers(decoded, value):
+        value = _bounded_numbers(value, what, repair=repair)
     return value
 
 
@@ -351,7 +409,8 @@ def check_json[V](
     """Check a decoded value as ``loads`` checks raw JSON; return it unchanged.
 
     It must be plain JSON (objects with string keys, arrays, strings, finite
-    numbers, booleans, null) within ``max_bytes`` of UTF-8 and ``max_depth``.
+    numbers, integers within 64 bits, booleans, null) within ``max_bytes`` of
+    UTF-8 and ``max_depth``.
     """
     try:  # the size first: one C pass, before any walk in Python
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
@@ -361,6 +420,12 @@ def check_json[V](
         raise UntrustedInputError(f"{what} must be plain JSON") from None
     if len(encoded) > max_bytes:
         raise UntrustedInputError(f"{what} is larger than {max_bytes} bytes")
+    try:  # what json.dumps writes and Home Assistant's writer does not
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        raise UntrustedInputError(
+            f"{what} must be plain JSON (names are strings, integers within 64 bits)"
+        ) from None
     if encoded.count(b"[") + encoded.count(b"{") > MAX_JSON_CONTAINERS:
         raise UntrustedInputError(
             f"{what} has more than {MAX_JSON_CONTAINERS} objects and arrays"

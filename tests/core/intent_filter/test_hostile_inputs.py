@@ -12,6 +12,7 @@ import json
 import random
 from typing import Any
 
+import orjson
 import pytest
 
 from custom_components.soul.core.intent_filter import (
@@ -31,6 +32,7 @@ from custom_components.soul.core.intent_filter.reading import (
 )
 from custom_components.soul.core.intent_filter.request import parse_request
 from custom_components.soul.core.intent_filter.segmenter import Segment
+from custom_components.soul.core.intent_filter.slots import json_number
 from custom_components.soul.core.intent_filter.timepoints import find_time_points
 from custom_components.soul.core.language import detect_locale, to_simplified
 
@@ -319,3 +321,34 @@ def test_a_numeral_no_float_holds_is_no_number(digits: str) -> None:
     )
     json.dumps(response, allow_nan=False)  # strict JSON, whatever was said
     assert parse_number("50") == 50.0
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["亮度调到" + "9" * 30, "亮度调到" + "9" * 20, "提醒我" + "9" * 40 + "秒后"],
+)
+def test_a_whole_number_past_64_bits_stays_a_float(command: str) -> None:
+    """Home Assistant's writer (orjson) refuses such an integer: it was a 500."""
+    catalog = [
+        {
+            "id": "bright",
+            "match": {"keywords_any": ["亮度", "提醒"]},
+            "slots": [
+                {"name": "brightness", "from_entity_types": ["number"]},
+                {"name": "seconds", "from_entity_types": ["duration"]},
+            ],
+        }
+    ]
+    response = filter_intents(
+        {
+            "command": command,
+            "intent_catalog": catalog,
+            "options": {"return_debug_entities": True},
+        }
+    )
+    orjson.dumps(response)
+    assert json_number(2.0**70) == 2.0**70
+    assert json_number(float(2**63)) == 2**63
+    assert type(json_number(float(2**63))) is int
+    assert json_number(-(2.0**63)) == -(2**63)
+    assert json_number(2.5) == 2.5

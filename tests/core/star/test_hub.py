@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from custom_components.soul.core import untrusted
+from custom_components.soul.core.access import Principal
 from custom_components.soul.core.star.hub import (
     CLOSE_GOING_AWAY,
     CLOSE_POLICY,
@@ -304,6 +305,43 @@ def test_humans_address_any_environment(hub: StarHub) -> None:
     assert human_peer.texts == []
 
 
+def test_a_human_reaches_its_users_agent_of_an_id_in_several_environments(
+    hub: StarHub,
+) -> None:
+    """Another user's agent of the same id took a message meant for the user's own.
+
+    A black-box run (2026-11-29): the first connected of the id got it, and
+    answered as the agent the human meant.
+    """
+    dad, kid, mum = Principal("dad"), Principal("kid"), Principal("mum")
+
+    def connect(identity: Identity, principal: Principal) -> tuple[Connection, Peer]:
+        peer = Peer()
+        connection = hub.connect(identity, peer.send, peer.close, principal=principal)
+        peer.clear()
+        return connection, peer
+
+    _evil, evil_peer = connect(Identity("agent", "helper", "evil_env"), kid)
+    _own, own_peer = connect(Identity("agent", "helper", "home_2"), dad)
+    human, human_peer = connect(Identity("human", "dad01", None), dad)
+    hub.receive(human, envelope(human, ("agent", "helper"), message_id="m-1"))
+    assert len(own_peer.texts) == 1
+    assert evil_peer.texts == []
+    # Of other users' agents of one id, none is the one meant.
+    other, other_peer = connect(Identity("human", "mum01", None), mum)
+    hub.receive(other, envelope(other, ("agent", "helper"), message_id="m-2"))
+    assert evil_peer.texts == [] and len(own_peer.texts) == 1
+    (error,) = other_peer.of_type("error")
+    assert error["payload"]["error_code"] == "RECIPIENT_NOT_FOUND"
+    assert "several environments" in error["payload"]["message"]
+    # One user's agent in several environments is that user's: the first.
+    _twin, twin_peer = connect(Identity("agent", "solo", "w_a"), kid)
+    connect(Identity("agent", "solo", "w_b"), kid)
+    hub.receive(other, envelope(other, ("agent", "solo")))
+    assert len(twin_peer.texts) == 1
+    assert human_peer.of_type("error") == []
+
+
 def test_takeover_closes_the_old_connection(hub: StarHub) -> None:
     _env, env_peer = join(hub, "environment", "world_1")
     old, old_peer = join(hub, "agent", "agent_1")
@@ -517,7 +555,6 @@ def test_a_burst_fits_every_receivers_queue() -> None:
 
 
 def test_reserved_identities_and_owners(clock: Clock) -> None:
-    from custom_components.soul.core.access import Principal
     from custom_components.soul.core.star.hub import IdentityError
 
     owners_changed: list[bool] = []
@@ -841,7 +878,6 @@ def test_connection_cap(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
 
 def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
     """A read-only user claimed 50 human ids in a black-box run, kept for good."""
-    from custom_components.soul.core.access import Principal
     from custom_components.soul.core.star.connections import MAX_HUMANS_PER_USER
 
     hub = StarHub(clock=clock)

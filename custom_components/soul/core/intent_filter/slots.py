@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 import re
 from typing import Any
 
+from ..untrusted import MAX_JSON_INT, MIN_JSON_INT
 from .durations import Duration
 from .entries import Intent, Slot, fold
 from .lexicon import Entity, find_entities, surfaces_of
@@ -23,8 +24,14 @@ _NUMERIC = re.compile(r"\s*[0-9０-９.]+\s*|[零〇一二两兩三四五六七�
 
 
 def json_number(value: float) -> int | float:
-    """Return ``value`` as JSON shows it: an integer when whole, else 3 decimals."""
-    return int(value) if float(value).is_integer() else round(value, 3)
+    """Return ``value`` as JSON shows it: an integer when whole, else 3 decimals.
+
+    A whole number past 64 bits stays a float: Home Assistant cannot write
+    such an integer ("音量调到" and thirty nines was a 500).
+    """
+    if float(value).is_integer():
+        return int(value) if MIN_JSON_INT <= value <= MAX_JSON_INT else float(value)
+    return round(value, 3)
 
 
 def time_signals(reading: Reading) -> tuple[list[Duration], list[TimePoint]]:

@@ -388,14 +388,25 @@ class StarHub(Connections):
                 return [found]
             return []
         if envs is None:
-            return [
-                c
-                for c in self._by_key.values()
-                if c.identity.client_type == recipient["type"]
-                and c.identity.client_id == recipient["id"]
-            ][:1]
+            matches = self._across_environments(recipient)
+            if len({c.user_id for c in matches}) > 1:
+                # One id in several environments, connected by several users:
+                # the sender's own user's, else nobody's (a black-box run's
+                # agent in its own environment took a message another
+                # user's human meant for that user's agent of the same id).
+                matches = [c for c in matches if c.user_id == sender.user_id]
+            return matches[:1]
         found = self._by_key.get((env, recipient["type"], recipient["id"]))
         return [found] if found is not None else []
+
+    def _across_environments(self, recipient: dict[str, str]) -> list[Connection]:
+        """Return the connections of the recipient's type and id, in any environment."""
+        return [
+            c
+            for c in self._by_key.values()
+            if c.identity.client_type == recipient["type"]
+            and c.identity.client_id == recipient["id"]
+        ]
 
     def _route(self, sender: Connection, envelope: dict[str, Any], text: str,
                started: float, *, index: int | None = None,
@@ -429,10 +440,16 @@ class StarHub(Connections):
         if not targets:
             if recipient_id == "*":
                 return  # a broadcast nobody hears is not an error
+            why = f"{recipient_type} {recipient_id!r} is not connected"
+            if identity.client_type == "human" and self._across_environments(recipient):
+                why = (
+                    f"{recipient_type} {recipient_id!r} is connected in several "
+                    "environments by other users: it is not clear which one"
+                )
             self._error(
                 sender,
                 RECIPIENT_NOT_FOUND,
-                f"{recipient_type} {recipient_id!r} is not connected",
+                why,
                 envelope.get("message_id") if local else message_id(envelope),
                 index=index,
                 suggested="check the recipient id and environment",
