@@ -305,6 +305,7 @@ def loads(
     max_values: int | None = None,
     what: str = "the payload",
     repair: bool = False,
+    bound_numbers: bool = True,
 ) -> Any:
     """Decode JSON from an untrusted source; raise ``UntrustedInputError``.
 
@@ -320,7 +321,8 @@ def loads(
     inside strings included). With ``max_values``, at most that many commas
     (an upper bound of the values, less one per container) may appear.
     Every integer is within 64 bits and every float finite (``repair``: an
-    integer outside becomes a float).
+    integer outside becomes a float). ``bound_numbers=False`` leaves that to
+    the caller, who cuts the value first (``repair_numbers``).
     """
     if isinstance(raw, str):
         if len(raw) > max_bytes or (
@@ -367,8 +369,23 @@ def loads(
         if not repair:
             raise UntrustedInputError(f"{what} contains a lone UTF-16 surrogate")
         value = _repaired(value)
-    if _odd_numbers(decoded, value):
+    if bound_numbers and _odd_numbers(decoded, value):
         value = _bounded_numbers(value, what, repair=repair)
+    return value
+
+
+def repair_numbers(value: Any) -> Any:
+    """Return ``value`` with each integer outside 64 bits the nearest finite float.
+
+    What ``loads(..., repair=True)`` does to numbers, for a value decoded with
+    ``bound_numbers=False`` and cut since: an MCP server's result of 8,191
+    parts is checked after it is cut to its first 1,024 (the whole message
+    took 1.5-2.5 ms more, over the 20 ms of hostile class 10b).
+    """
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return _bounded_numbers(value, "the value", repair=True)
     return value
 
 

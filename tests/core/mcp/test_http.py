@@ -441,3 +441,17 @@ async def test_a_body_passed_on_as_it_came_is_bounded_too(plain_server: str) -> 
     assert refused == [
         f"the server sent a message larger than {MAX_HTTP_MESSAGE_BYTES} bytes"
     ]
+
+
+async def test_a_number_home_assistant_cannot_write_becomes_a_float() -> None:
+    """Checked on what is kept of a message (``untrusted.repair_numbers``)."""
+    raw = (
+        b'{"jsonrpc": "2.0", "id": 1, "result": {"content": [], "n": '
+        + str(2**64).encode()
+        + b', "m": -1'
+        + b"0" * 400
+        + b"}}"
+    )
+    written = json.loads(await rewrite_message(raw, _in_thread, SchemaStash()))
+    assert written["result"]["n"] == 2.0**64
+    assert written["result"]["m"] == -sys.float_info.max

@@ -93,9 +93,10 @@ def _value(text: str, max_bytes: int, max_tools: int = MAX_LISTED_TOOLS) -> Any:
         # A lone surrogate becomes U+FFFD, as the SDK's decoder replaces bad
         # bytes: what a server says is read as well as it can be.
         repair=True,
+        bound_numbers=False,  # below, on what is kept
     )
     _trim(value, max_tools)
-    return value
+    return untrusted.repair_numbers(value)
 
 
 async def decode_message(
