@@ -50,23 +50,20 @@ def fields_schema(skill: Skill) -> vol.Schema:
         if isinstance(prop.get("enum"), list) and prop["enum"]:
             fields[marker(name)] = vol.In([str(v) for v in prop["enum"]])
         else:
-            kind = _one_type(prop.get("type"))
-            fields[marker(name)] = (
-                cv.string if kind is None else _TYPES.get(kind, cv.string)
-            )
+            fields[marker(name)] = _TYPES.get(_one_type(prop.get("type")), cv.string)
     return vol.Schema(fields)
 
 
-def _one_type(declared: Any) -> str | None:
+def _one_type(declared: Any) -> str:
     """Return a property's one JSON type: ``["integer", "null"]`` is "integer".
 
-    A list of types (valid JSON Schema a body may send) once raised
-    ``unhashable type: 'list'`` in the action editor.
+    "" when it has none or several. A list of types (valid JSON Schema a body
+    may send) once raised ``unhashable type: 'list'`` in the action editor.
     """
     if isinstance(declared, list):
         types = [kind for kind in declared if kind != "null"]
-        declared = types[0] if len(types) == 1 else None
-    return declared if isinstance(declared, str) else None
+        declared = types[0] if len(types) == 1 else ""
+    return declared if isinstance(declared, str) else ""
 
 
 async def async_get_actions(

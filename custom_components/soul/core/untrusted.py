@@ -369,8 +369,11 @@ def loads(
         if not repair:
             raise UntrustedInputError(f"{what} contains a lone UTF-16 surrogate")
         value = _repaired(value)
-    if bound_numbers and _odd_numbers(decoded, value):
-        value = _bounded_numbers(value, what, repair=repair)
+    if bound_numbers:
+        if repair:  # only an integer to repair: a float stays, as NaN does
+            value = repair_numbers(value)
+        elif _odd_numbers(decoded, value):
+            value = _bounded_numbers(value, what, repair=False)
     return value
 
 
