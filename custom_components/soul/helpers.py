@@ -19,7 +19,7 @@ from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.util import dt as dt_util
 
 from .const import DOMAIN, TITLE
-from .core.invoker import TIMEOUT_ERROR, InvokeError
+from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
 from .core.registry import Terminal
 from .core.souls import Soul, SoulHub, name_key
@@ -186,10 +186,10 @@ async def async_invoke_or_raise(
                 **err.placeholders,
             },
         ) from err
-    if not result.ok and result.error == TIMEOUT_ERROR:
+    if not result.ok and result.error in (TIMEOUT_ERROR, INVALID_RESULT_ERROR):
         raise HomeAssistantError(
             translation_domain=DOMAIN,
-            translation_key="timeout",
+            translation_key=result.error,
             translation_placeholders={"terminal": terminal_id, "skill": skill},
         )
     if not result.ok and raise_on_failure:

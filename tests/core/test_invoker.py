@@ -151,7 +151,7 @@ async def test_timeout_is_a_failed_result(
     assert "no invocation waits for it" in caplog.text
 
 
-async def test_unknown_and_malformed_results_are_dropped(
+async def test_results_for_no_invocation_are_dropped(
     bus: Bus, caplog: pytest.LogCaptureFixture
 ) -> None:
     task = asyncio.create_task(bus.invoker.invoke(T, "control_light", {"mode": "on"}))
@@ -159,13 +159,7 @@ async def test_unknown_and_malformed_results_are_dropped(
         await asyncio.sleep(0.001)
     bus.invoker.handle_result(T, "nope", "{}")
     bus.invoker.handle_result(
-        "other", "r1", json.dumps({"request_id": "r1", "ok": True})
-    )
-    bus.invoker.handle_result(T, "r1", b"{broken")
-    bus.invoker.handle_result(T, "r1", json.dumps({"request_id": "r1", "ok": False}))
-    # Home Assistant cannot write it: every answer carrying it was a 500.
-    bus.invoker.handle_result(
-        T, "r1", json.dumps({"request_id": "r1", "ok": True, "output": {"n": 2**64}})
+        "other", "r1", json.dumps({"request_id": "r1", "ok": False})
     )
     assert not task.done()
     bus.invoker.handle_result(
@@ -173,9 +167,49 @@ async def test_unknown_and_malformed_results_are_dropped(
     )
     result = await task
     assert result.ok and result.output == 1
-    assert "must carry an error" in caplog.text
-    assert "not valid JSON" in caplog.text
-    assert "an integer outside 64 bits" in caplog.text
+    assert caplog.text.count("no invocation waits for it") == 2
+
+
+@pytest.mark.parametrize(
+    ("payload", "logged"),
+    [
+        (b"{broken", "not valid JSON"),
+        (json.dumps({"request_id": "r1", "ok": False}), "must carry an error"),
+        (json.dumps({"request_id": "r1", "ok": "yes"}), "needs a boolean ok"),
+        (json.dumps({"request_id": "r2", "ok": True}), "'r2' does not match"),
+        (
+            json.dumps({"request_id": ["r1"] * 10_000, "ok": True}),
+            "request_id no string does not match",
+        ),
+        (
+            json.dumps({"request_id": "x" * 100_000, "ok": True}),
+            f"request_id {'x' * 64!r} does not match",
+        ),
+        # Home Assistant cannot write it: every answer carrying it was a 500.
+        (
+            json.dumps({"request_id": "r1", "ok": True, "output": {"n": 2**64}}),
+            "an integer outside 64 bits",
+        ),
+    ],
+)
+async def test_an_invalid_result_fails_the_invocation_at_once(
+    bus: Bus, caplog: pytest.LogCaptureFixture, payload: bytes | str, logged: str
+) -> None:
+    """The body answered, wrongly: its caller hears so now, not after 8 s."""
+    task = asyncio.create_task(bus.invoker.invoke(T, "control_light", {"mode": "on"}))
+    while not bus.published:
+        await asyncio.sleep(0.001)
+    bus.invoker.handle_result(T, "r1", payload)
+    async with asyncio.timeout(1):  # the invocation's own timeout is 8 s
+        result = await task
+    assert (result.ok, result.error) == (False, "invalid_result")
+    assert logged in caplog.text
+    # The reason is logged short, whatever the body sent.
+    assert max(len(r.getMessage()) for r in caplog.records) < 1000
+    assert bus.invoker.stats.of(T).failures == 1
+    # Later answers find no invocation waiting.
+    bus.invoker.handle_result(T, "r1", json.dumps({"request_id": "r1", "ok": True}))
+    assert "no invocation waits for it" in caplog.text
 
 
 async def test_many_concurrent_invocations(bus: Bus) -> None:

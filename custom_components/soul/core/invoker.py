@@ -25,6 +25,8 @@ _LOGGER = trace_logger(__name__)
 
 DEFAULT_TIMEOUT = 8.0
 TIMEOUT_ERROR = "timeout"
+# The body answered, but not with a result of §3.6 (the log says why).
+INVALID_RESULT_ERROR = "invalid_result"
 MAX_ARGUMENTS_BYTES = 64 * 1024
 
 
@@ -248,11 +250,20 @@ class Invoker:
     def _resolve(
         self, terminal_id: str, request_id: str, parsed: InvokeResult | str
     ) -> None:
+        """Answer the waiting invocation; an invalid result fails it at once.
+
+        The topic names the request, so the body did answer: waiting out the
+        timeout would only hide its mistake (a firmware's result without
+        ``ok``) behind a "did not answer in time".
+        """
         if isinstance(parsed, str):
             _LOGGER.warning(
-                "Dropped result %s of terminal %s: %s", request_id, terminal_id, parsed
+                "Terminal %s answered %s with an invalid result: %s",
+                terminal_id,
+                request_id,
+                parsed,
             )
-            return
+            parsed = InvokeResult(request_id, ok=False, error=INVALID_RESULT_ERROR)
         self._pending[(terminal_id, request_id)].set_result(parsed)
 
 

@@ -310,9 +310,11 @@ def parse_result(request_id: str, data: Any) -> InvokeResult:
     """Parse a ``result/{request_id}`` payload."""
     if not isinstance(data, Mapping):
         raise ProtocolError("result payload must be a JSON object")
-    if data.get("request_id") != request_id:
+    if (answered := data.get("request_id")) != request_id:
+        # The body's value, short: it goes into a log line.
+        shown = repr(answered[:64]) if isinstance(answered, str) else "no string"
         raise ProtocolError(
-            f"result request_id {data.get('request_id')!r} does not match the topic's {request_id!r}"
+            f"result request_id {shown} does not match the topic's {request_id!r}"
         )
     ok = data.get("ok")
     if not isinstance(ok, bool):
