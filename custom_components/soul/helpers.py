@@ -22,7 +22,8 @@ from .const import DOMAIN, TITLE
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
 from .core.registry import Terminal
-from .core.souls import Soul, SoulHub, name_key
+from .core.soul_names import name_key
+from .core.souls import Soul, SoulHub
 from .core.star.hub import Identity
 from .core.topics import valid_terminal_id
 from .models import SoulConfigEntry

@@ -13,6 +13,7 @@ from custom_components.soul.core.emotion.labels import Emotion
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.core.protocol import SYSTEM_DECAY_TICK
 from custom_components.soul.core.soul_events import SoulEvent
+from custom_components.soul.core.soul_names import mixes_alphabets, name_key
 from custom_components.soul.core.souls import (
     HINT_SOUL_INTERVAL,
     MAX_SOULS,
@@ -22,7 +23,6 @@ from custom_components.soul.core.souls import (
     Soul,
     SoulError,
     SoulHub,
-    name_key,
     validate_soul_fields,
 )
 from custom_components.soul.core.topics import Topics
@@ -248,6 +248,40 @@ def test_soul_hint_never_copies_a_soul_it_may_not_pick() -> None:
 def test_name_key_compares_names_as_they_look() -> None:
     assert name_key("Ａｒｉａ") == name_key("aria") == name_key("ar\u200dia\ufe0f")
     assert name_key("аria") != name_key("aria")  # Cyrillic а: another name
+
+
+@pytest.mark.parametrize(
+    ("name", "mixes"),
+    [
+        ("Aria", False),
+        ("Анна", False),
+        ("Ωμέγα", False),
+        ("Anna Анна", False),  # a word each
+        ("小Aria酱", False),  # Han beside Latin: TR39 allows it
+        ("アリアAria", False),
+        ("Aria 2", False),
+        ("\u0410ria", True),  # Cyrillic А
+        ("Ari\u0430", True),  # Cyrillic а at the end
+        ("N\u03bfva", True),  # Greek ο
+        ("\uff21r\u0456a", True),  # full-width A (NFKC: Latin) with Cyrillic і
+        ("Ωmega", True),
+        ("Aria \u0392\u043e", True),  # Greek and Cyrillic in the second word
+    ],
+)
+def test_mixes_alphabets_finds_a_lookalike_word(name: str, mixes: bool) -> None:
+    assert mixes_alphabets(name) is mixes
+
+
+def test_a_body_hint_makes_no_lookalike_of_a_name() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    # name_key keeps it apart from "Aria", so it would be a second "Aria".
+    assert hub.first_connection("t1", "\u0410ria") is None
+    assert hub.first_connection("t1", "Aria") is None  # its first contact is spent
+    env.clock.now += HINT_SOUL_INTERVAL
+    assert hub.first_connection("t2", "Анна") == HintDecision(name="Анна", mbti="ENFP")
+    assert hub.first_connection("t3", "Aria") == HintDecision(soul_id="s1")
 
 
 async def test_tick_publishes_to_online_bound_terminals() -> None:

@@ -15,9 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 import json
-import re
 from typing import Any
-import unicodedata
 
 from . import untrusted
 from .emotion import analyze_emotion
@@ -40,6 +38,7 @@ from .soul_events import (
     tick_texts,
     update_payload,
 )
+from .soul_names import mixes_alphabets, name_key
 from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
 
 _LOGGER = trace_logger(__name__)
@@ -113,21 +112,6 @@ class Soul:
     def __post_init__(self) -> None:
         """Derive the temperament from the MBTI type."""
         object.__setattr__(self, "persona", persona_from_mbti(self.mbti))
-
-
-# What a name may hold but does not show: the zero-width (non-)joiner and
-# variation selectors (``untrusted`` refuses the other invisible characters).
-_UNSEEN_IN_NAMES = re.compile("[\u200c\u200d\ufe00-\ufe0f\U000e0100-\U000e01ef]")
-
-
-def name_key(name: str) -> str:
-    """Return what a soul's name looks like, to compare names as a reader would.
-
-    Compatibility forms fold (NFKC: full-width "ＡＲＩＡ" is "ARIA"), case folds,
-    and characters that do not show are dropped. Lookalikes from other scripts
-    (a Cyrillic "а" for a Latin "a") stay apart.
-    """
-    return _UNSEEN_IN_NAMES.sub("", unicodedata.normalize("NFKC", name)).casefold()
 
 
 def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
@@ -420,6 +404,15 @@ class SoulHub:
         ):
             _LOGGER.info(
                 "Ignored the soul_hint of %s: it names a soul the body may not use",
+                terminal_id,
+            )
+            return None
+        # Nor a lookalike of a name (a Cyrillic "А" in "Aria"): name_key
+        # keeps scripts apart, so it would not have been found above.
+        if decision.name is not None and mixes_alphabets(decision.name):
+            _LOGGER.warning(
+                "Ignored the soul_hint of %s: a word of its name mixes "
+                "alphabets, as a lookalike of another name would",
                 terminal_id,
             )
             return None
