@@ -389,6 +389,58 @@ async def test_options_flow(
     assert inner[CONF_INVOKE_TIMEOUT] == 3.0
 
 
+NUMBERS = (CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT, *ADVANCED_FORM)
+
+
+async def test_options_refuse_a_number_that_is_none(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """Home Assistant's number field takes "nan" (its range check compares).
+
+    A black-box run got a 500 for each whole-number field; "nan" in a timeout
+    was stored (as null), an invoke then never timed out, and after a restart
+    Soul did not start.
+    """
+    entry = init_integration
+    before = dict(entry.options)
+    numbers = [key for key in NUMBERS if key != CONF_FOLLOW_UP]
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"],
+        options_input(
+            memory={CONF_EMBEDDING_DIMS: "nan", CONF_MEMORY_TIMEOUT: "NaN"},
+            advanced={key: "nan" for key in numbers if key in ADVANCED_FORM},
+        ),
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == dict.fromkeys(numbers, "invalid_number")
+    assert entry.options == before
+
+
+async def test_stored_numbers_that_are_none_are_their_defaults(
+    hass: HomeAssistant, init_integration: MockConfigEntry, socket_enabled: None
+) -> None:
+    """Options an older Soul stored as null (its "nan") do not stop the hub."""
+    entry = init_integration
+    hass.config_entries.async_update_entry(
+        entry,
+        options={
+            **entry.options,
+            CONF_MEMORY_BACKEND: "mem0_server",
+            CONF_MEM0_URL: "http://127.0.0.1:9",
+            **dict.fromkeys(NUMBERS, None),
+            CONF_FOLLOW_UP: False,
+            CONF_JOURNAL_MB: "1e999",
+            CONF_INVOKE_TIMEOUT: float("nan"),
+        },
+    )
+    await hass.config_entries.async_reload(entry.entry_id)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data.invoker.timeout == ADVANCED_FORM[CONF_INVOKE_TIMEOUT]
+    assert entry.runtime_data.memory is not None  # the server's, unreachable
+
+
 async def test_reconfigure_changes_the_endpoint(
     hass: HomeAssistant, init_integration: MockConfigEntry, fake_llm: FakeOpenAI
 ) -> None:

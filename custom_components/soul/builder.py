@@ -26,10 +26,6 @@ from .const import (
     CONF_NAVIGATOR_TURNS,
     CONF_TOPIC_PREFIX,
     DEFAULT_FOLLOW_UP,
-    DEFAULT_INVOKE_TIMEOUT,
-    DEFAULT_MAX_TOOL_ROUNDS,
-    DEFAULT_NAVIGATOR_SWING,
-    DEFAULT_NAVIGATOR_TURNS,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
     EVENT_EVOLUTION_REQUEST,
@@ -57,6 +53,7 @@ from .mcp_servers import allowed_servers, async_create_mcp
 from .memory import async_create_memory
 from .models import SoulConfigEntry, SoulRuntime
 from .mqtt_bridge import MqttBridge
+from .number_options import number_option
 from .souls import async_apply_soul_hint
 from .storage import DebouncedStore
 
@@ -138,10 +135,8 @@ async def _async_navigator(
         ),
         archive=chat.archive,
         on_evolution=evolution,
-        every_turns=int(
-            entry.options.get(CONF_NAVIGATOR_TURNS, DEFAULT_NAVIGATOR_TURNS)
-        ),
-        swing=float(entry.options.get(CONF_NAVIGATOR_SWING, DEFAULT_NAVIGATOR_SWING)),
+        every_turns=number_option(entry.options, CONF_NAVIGATOR_TURNS),
+        swing=number_option(entry.options, CONF_NAVIGATOR_SWING),
     )
 
 
@@ -165,7 +160,7 @@ async def async_create_runtime(
         registry,
         topics,
         bridge.async_publish,
-        timeout=entry.options.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT),
+        timeout=number_option(entry.options, CONF_INVOKE_TIMEOUT),
         run_blocking=hass.async_add_executor_job,
     )
     bridge.invoker = invoker
@@ -195,9 +190,7 @@ async def async_create_runtime(
         clock=now_timestamp,
         model=llm,
         default_timezone=lambda: hass.config.time_zone,
-        max_rounds=int(
-            entry.options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
-        ),
+        max_rounds=number_option(entry.options, CONF_MAX_TOOL_ROUNDS),
         follow_up=bool(entry.options.get(CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP)),
         on_dirty=sessions_store.schedule,
         on_auth_failed=lambda: entry.async_start_reauth(hass),

@@ -27,9 +27,6 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.data_entry_flow import section
 from homeassistant.helpers.selector import (
     BooleanSelector,
-    NumberSelector,
-    NumberSelectorConfig,
-    NumberSelectorMode,
     SelectSelector,
     SelectSelectorConfig,
     SelectSelectorMode,
@@ -62,17 +59,8 @@ from .const import (
     CONF_NAVIGATOR_SWING,
     CONF_NAVIGATOR_TURNS,
     CONF_TOPIC_PREFIX,
-    DEFAULT_EMBEDDING_DIMS,
     DEFAULT_EMBEDDING_MODEL,
-    DEFAULT_EMOTION_TICK_INTERVAL,
     DEFAULT_FOLLOW_UP,
-    DEFAULT_INVOKE_TIMEOUT,
-    DEFAULT_JOURNAL_DAYS,
-    DEFAULT_JOURNAL_MB,
-    DEFAULT_MAX_TOOL_ROUNDS,
-    DEFAULT_MEMORY_TIMEOUT,
-    DEFAULT_NAVIGATOR_SWING,
-    DEFAULT_NAVIGATOR_TURNS,
     DEFAULT_TOPIC_PREFIX,
     DOMAIN,
     ENDPOINT_KEYS,
@@ -87,13 +75,13 @@ from .const import (
     TITLE,
 )
 from .core import untrusted
-from .core.emotion.dynamics import TICK_MAX, TICK_MIN, clamp_tick_interval
 from .core.llm import LLMAuthError, LLMConnectionError
 from .core.mcp.config import McpConfigError, config_data, dump_config, parse_config
 from .core.redaction import redact_url
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .mcp_servers import mcp_servers
 from .models import SoulConfigEntry
+from .number_options import NUMBER_OPTIONS
 from .soul_flow import SoulSubentryFlow
 
 MAX_SETTING_LENGTH = 2048  # a URL, a key, a model name
@@ -101,16 +89,13 @@ URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
 PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
 
 
-def _seconds(low: float, high: float) -> NumberSelector:
-    return NumberSelector(
-        NumberSelectorConfig(
-            min=low,
-            max=high,
-            step=0.5,
-            unit_of_measurement="s",
-            mode=NumberSelectorMode.BOX,
-        )
-    )
+def _numbers(*keys: str) -> dict[Any, Any]:
+    """Return the form fields of numeric options, each with its default."""
+    options = {key: NUMBER_OPTIONS[key] for key in keys}
+    return {
+        vol.Optional(key, default=option.default): option.selector()
+        for key, option in options.items()
+    }
 
 
 ENDPOINT_FIELDS: dict[Any, Any] = {
@@ -140,69 +125,21 @@ MEMORY_FIELDS = vol.Schema(
         vol.Optional(
             CONF_EMBEDDING_MODEL, default=DEFAULT_EMBEDDING_MODEL
         ): TextSelector(),
-        vol.Optional(
-            CONF_EMBEDDING_DIMS, default=DEFAULT_EMBEDDING_DIMS
-        ): NumberSelector(
-            NumberSelectorConfig(min=8, max=8192, step=1, mode=NumberSelectorMode.BOX)
-        ),
-        vol.Optional(CONF_MEMORY_TIMEOUT, default=DEFAULT_MEMORY_TIMEOUT): _seconds(
-            1, 30
-        ),
+        **_numbers(CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT),
     }
 )
 ADVANCED_FIELDS = vol.Schema(
     {
-        vol.Optional(CONF_INVOKE_TIMEOUT, default=DEFAULT_INVOKE_TIMEOUT): _seconds(
-            1, 60
-        ),
+        **_numbers(CONF_INVOKE_TIMEOUT),
         vol.Optional(CONF_FOLLOW_UP, default=DEFAULT_FOLLOW_UP): BooleanSelector(),
-        vol.Optional(
-            CONF_MAX_TOOL_ROUNDS, default=DEFAULT_MAX_TOOL_ROUNDS
-        ): NumberSelector(
-            NumberSelectorConfig(min=1, max=8, step=1, mode=NumberSelectorMode.BOX)
-        ),
-        vol.Optional(
-            CONF_EMOTION_TICK_INTERVAL, default=DEFAULT_EMOTION_TICK_INTERVAL
-        ): NumberSelector(
-            NumberSelectorConfig(
-                min=TICK_MIN,
-                max=TICK_MAX,
-                step=0.5,
-                unit_of_measurement="s",
-                mode=NumberSelectorMode.SLIDER,
-            )
-        ),
-        vol.Optional(
-            CONF_NAVIGATOR_TURNS, default=DEFAULT_NAVIGATOR_TURNS
-        ): NumberSelector(
-            NumberSelectorConfig(min=1, max=50, step=1, mode=NumberSelectorMode.BOX)
-        ),
-        vol.Optional(
-            CONF_NAVIGATOR_SWING, default=DEFAULT_NAVIGATOR_SWING
-        ): NumberSelector(
-            NumberSelectorConfig(
-                min=0.1, max=2.0, step=0.05, mode=NumberSelectorMode.BOX
-            )
+        **_numbers(
+            CONF_MAX_TOOL_ROUNDS,
+            CONF_EMOTION_TICK_INTERVAL,
+            CONF_NAVIGATOR_TURNS,
+            CONF_NAVIGATOR_SWING,
         ),
         vol.Optional(CONF_NAVIGATOR_MODEL): TextSelector(),
-        vol.Optional(CONF_JOURNAL_DAYS, default=DEFAULT_JOURNAL_DAYS): NumberSelector(
-            NumberSelectorConfig(
-                min=1,
-                max=365,
-                step=1,
-                unit_of_measurement="d",
-                mode=NumberSelectorMode.BOX,
-            )
-        ),
-        vol.Optional(CONF_JOURNAL_MB, default=DEFAULT_JOURNAL_MB): NumberSelector(
-            NumberSelectorConfig(
-                min=1,
-                max=10_000,
-                step=1,
-                unit_of_measurement="MB",
-                mode=NumberSelectorMode.BOX,
-            )
-        ),
+        **_numbers(CONF_JOURNAL_DAYS, CONF_JOURNAL_MB),
     }
 )
 # MCP servers (docs/mcp.md): the spec's {"mcpServers": …} as JSON text.
@@ -296,6 +233,20 @@ def _validate_mcp(
     return config_data(servers) if servers else None
 
 
+def _number(section: Mapping[str, Any], key: str, errors: dict[str, str]) -> Any:
+    """Return a numeric option of the form in its range; name a value that is no number.
+
+    Home Assistant's number field lets "nan" through (its range check compares).
+    """
+    option = NUMBER_OPTIONS[key]
+    if key not in section:
+        return option.default
+    if (value := option.read(section[key])) is None:
+        errors[key] = "invalid_number"
+        return option.default
+    return value
+
+
 def _validate_options(
     user_input: Mapping[str, Any],
     endpoint: Mapping[str, Any],
@@ -310,12 +261,9 @@ def _validate_options(
     advanced = dict(user_input.get(SECTION_ADVANCED) or {})
     options: dict[str, Any] = {CONF_TOPIC_PREFIX: _prefix(user_input, errors)}
     options.update(_texts(memory, errors))
-    for key, default in (
-        (CONF_EMBEDDING_DIMS, DEFAULT_EMBEDDING_DIMS),
-        (CONF_MEMORY_TIMEOUT, DEFAULT_MEMORY_TIMEOUT),
-    ):
+    for key in (CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT):
         if key in memory:
-            options[key] = type(default)(memory[key])
+            options[key] = _number(memory, key, errors)
     backend = options.get(CONF_MEMORY_BACKEND)
     if backend == MEMORY_SERVER and not options.get(CONF_MEM0_URL):
         errors[CONF_MEM0_URL] = "mem0_url_required"
@@ -326,33 +274,21 @@ def _validate_options(
             vol.Schema(vol.Url())(options[CONF_MEM0_URL])
         except vol.Invalid:
             errors[CONF_MEM0_URL] = "invalid_url"
-    options[CONF_INVOKE_TIMEOUT] = float(
-        advanced.get(CONF_INVOKE_TIMEOUT, DEFAULT_INVOKE_TIMEOUT)
-    )
     options[CONF_FOLLOW_UP] = bool(advanced.get(CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP))
-    options[CONF_MAX_TOOL_ROUNDS] = max(
-        1, min(8, int(advanced.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)))
-    )
-    options[CONF_EMOTION_TICK_INTERVAL] = clamp_tick_interval(
-        advanced.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)
-    )
-    options[CONF_NAVIGATOR_TURNS] = max(
-        1, min(50, int(advanced.get(CONF_NAVIGATOR_TURNS, DEFAULT_NAVIGATOR_TURNS)))
-    )
-    options[CONF_NAVIGATOR_SWING] = max(
-        0.1,
-        min(2.0, float(advanced.get(CONF_NAVIGATOR_SWING, DEFAULT_NAVIGATOR_SWING))),
-    )
+    for key in (
+        CONF_INVOKE_TIMEOUT,
+        CONF_MAX_TOOL_ROUNDS,
+        CONF_EMOTION_TICK_INTERVAL,
+        CONF_NAVIGATOR_TURNS,
+        CONF_NAVIGATOR_SWING,
+        CONF_JOURNAL_DAYS,
+        CONF_JOURNAL_MB,
+    ):
+        options[key] = _number(advanced, key, errors)
     if model := _texts(
         {CONF_NAVIGATOR_MODEL: advanced.get(CONF_NAVIGATOR_MODEL)}, errors
     ).get(CONF_NAVIGATOR_MODEL):
         options[CONF_NAVIGATOR_MODEL] = model
-    options[CONF_JOURNAL_DAYS] = max(
-        1, min(365, int(advanced.get(CONF_JOURNAL_DAYS, DEFAULT_JOURNAL_DAYS)))
-    )
-    options[CONF_JOURNAL_MB] = max(
-        1, min(10_000, int(advanced.get(CONF_JOURNAL_MB, DEFAULT_JOURNAL_MB)))
-    )
     if mcp is not None:
         options[CONF_MCP_CONFIG] = mcp
     return options, errors

@@ -187,10 +187,16 @@ async def async_invoke_or_raise(
                 **err.placeholders,
             },
         ) from err
-    if not result.ok and result.error in (TIMEOUT_ERROR, INVALID_RESULT_ERROR):
+    if not result.ok and result.error == TIMEOUT_ERROR:
         raise HomeAssistantError(
             translation_domain=DOMAIN,
-            translation_key=result.error,
+            translation_key="timeout",
+            translation_placeholders={"terminal": terminal_id, "skill": skill},
+        )
+    if not result.ok and result.error == INVALID_RESULT_ERROR:
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key="invalid_result",
             translation_placeholders={"terminal": terminal_id, "skill": skill},
         )
     if not result.ok and raise_on_failure:

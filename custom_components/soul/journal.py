@@ -26,8 +26,6 @@ from homeassistant.helpers.json import json_bytes
 from .const import (
     CONF_JOURNAL_DAYS,
     CONF_JOURNAL_MB,
-    DEFAULT_JOURNAL_DAYS,
-    DEFAULT_JOURNAL_MB,
     DOMAIN,
     ISSUE_JOURNAL_UNAVAILABLE,
     JOURNAL_FILE,
@@ -44,6 +42,7 @@ from .core.cognition.events import (
 from .core.cognition.journal import JournalError, SqliteJournal
 from .core.souls import SoulHub
 from .helpers import now_timestamp
+from .number_options import number_option
 
 
 async def async_open_journal(
@@ -59,12 +58,8 @@ async def async_open_journal(
         journal = await hass.async_add_executor_job(
             lambda: SqliteJournal.open(
                 path,
-                max_age_days=float(
-                    options.get(CONF_JOURNAL_DAYS, DEFAULT_JOURNAL_DAYS)
-                ),
-                max_bytes=int(options.get(CONF_JOURNAL_MB, DEFAULT_JOURNAL_MB))
-                * 1024
-                * 1024,
+                max_age_days=float(number_option(options, CONF_JOURNAL_DAYS)),
+                max_bytes=number_option(options, CONF_JOURNAL_MB) * 1024 * 1024,
                 clock=now_timestamp,
                 on_error=failed,
             )

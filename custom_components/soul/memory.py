@@ -39,9 +39,7 @@ from .const import (
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_TIMEOUT,
-    DEFAULT_EMBEDDING_DIMS,
     DEFAULT_EMBEDDING_MODEL,
-    DEFAULT_MEMORY_TIMEOUT,
     DOMAIN,
     ISSUE_MEM0_UNAVAILABLE,
     LOGGER,
@@ -61,6 +59,7 @@ from .core.memory.mem0_embedded import (
 )
 from .core.memory.mem0_server import Mem0Server
 from .helpers import now_timestamp
+from .number_options import number_option
 from .storage import DebouncedStore
 
 HEALTH_INTERVAL = timedelta(seconds=60)
@@ -172,7 +171,7 @@ async def _async_embedded(hass: HomeAssistant, options: Any) -> MemoryBackend:
         llm_model=options.get(CONF_LLM_MODEL, ""),
         llm_api_key=options.get(CONF_LLM_API_KEY, ""),
         embedding_model=options.get(CONF_EMBEDDING_MODEL, DEFAULT_EMBEDDING_MODEL),
-        embedding_dims=int(options.get(CONF_EMBEDDING_DIMS, DEFAULT_EMBEDDING_DIMS)),
+        embedding_dims=number_option(options, CONF_EMBEDDING_DIMS),
     )
     # find_spec and the first import read the file system: not in the event loop.
     if not await hass.async_add_executor_job(mem0_available):
@@ -194,7 +193,7 @@ async def async_create_memory(
             async_get_clientsession(hass),
             options[CONF_MEM0_URL],
             options.get(CONF_MEM0_API_KEY, ""),
-            timeout=float(options.get(CONF_MEMORY_TIMEOUT, DEFAULT_MEMORY_TIMEOUT)),
+            timeout=number_option(options, CONF_MEMORY_TIMEOUT),
         )
     elif name == MEMORY_EMBEDDED and options.get(CONF_LLM_BASE_URL):
         try:
@@ -227,7 +226,7 @@ async def async_create_memory(
     manager = MemoryManager(
         backend,
         clock=now_timestamp,
-        search_timeout=float(options.get(CONF_MEMORY_TIMEOUT, DEFAULT_MEMORY_TIMEOUT)),
+        search_timeout=number_option(options, CONF_MEMORY_TIMEOUT),
         on_dirty=store.schedule,
         on_ready_changed=ready_changed,
     )

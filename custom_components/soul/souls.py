@@ -26,7 +26,6 @@ from .const import (
     CONF_NAME,
     CONF_PERSONA,
     CONF_USER_ID,
-    DEFAULT_EMOTION_TICK_INTERVAL,
     DOMAIN,
     EVENT_EMOTION_UPDATE,
     EVENT_EXEC_MODE_CHANGED,
@@ -36,7 +35,7 @@ from .const import (
     SUBENTRY_SOUL,
 )
 from .core.access import Principal
-from .core.emotion.dynamics import ExecMode, clamp_tick_interval
+from .core.emotion.dynamics import ExecMode
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
 from .core.registry import Change, Terminal
@@ -49,6 +48,7 @@ from .helpers import (
     soul_identifier,
 )
 from .models import SoulConfigEntry
+from .number_options import number_option
 
 STORAGE_KEY = f"{DOMAIN}.souls"  # written by storage.DebouncedStore
 
@@ -159,9 +159,7 @@ def soul_as_dict(hub: SoulHub, soul: Soul) -> dict[str, Any]:
 
 def tick_interval(entry: SoulConfigEntry) -> float:
     """Return the configured emotion tick interval, clamped to 2–5 s."""
-    return clamp_tick_interval(
-        entry.options.get(CONF_EMOTION_TICK_INTERVAL, DEFAULT_EMOTION_TICK_INTERVAL)
-    )
+    return float(number_option(entry.options, CONF_EMOTION_TICK_INTERVAL))
 
 
 @callback

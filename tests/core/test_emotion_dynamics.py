@@ -16,7 +16,6 @@ from custom_components.soul.core.emotion.dynamics import (
     Mood,
     SoulState,
     apply_user_emotion,
-    clamp_tick_interval,
     evolve,
     exec_mode,
     exec_probability,
@@ -48,26 +47,6 @@ def _state(p: float, a: float, d: float, **kwargs: float) -> SoulState:
         last_input_at=kwargs.get("last", T0),
         shock_until=kwargs.get("shock", 0.0),
     )
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        (3, 3.0),
-        (1, 2.0),
-        (0, 2.0),
-        (-4, 2.0),
-        (9, 5.0),
-        (4.5, 4.5),
-        ("4", 4.0),
-        (None, 3.0),
-        ("x", 3.0),
-        (float("nan"), 3.0),
-        (float("inf"), 3.0),
-    ],
-)
-def test_tick_clamp(value: object, expected: float) -> None:
-    assert clamp_tick_interval(value) == expected
 
 
 def test_initial_state_is_baseline() -> None:

@@ -49,7 +49,6 @@ _NEG_LN2 = -math.log(2)
 _BORED = PROTOTYPE[Emotion.BOREDOM]
 
 # Events of the tick clamp (§2 step 6).
-TICK_DEFAULT = 3.0
 TICK_MIN = 2.0
 TICK_MAX = 5.0
 
@@ -86,17 +85,6 @@ _OCTANTS = {
     (False, False, True): Mood.DISDAINFUL,
     (False, False, False): Mood.BORED,
 }
-
-
-def clamp_tick_interval(value: Any) -> float:
-    """Return the emotion tick interval clamped to 2–5 s (3 s when unusable)."""
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return TICK_DEFAULT
-    if not math.isfinite(seconds):
-        return TICK_DEFAULT
-    return max(TICK_MIN, min(TICK_MAX, seconds))
 
 
 def _clamp(value: float) -> float:
