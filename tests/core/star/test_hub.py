@@ -876,6 +876,33 @@ def test_connection_cap(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
         StarHub(max_connections=0)
 
 
+def test_one_user_holds_at_most_half_the_hub(clock: Clock) -> None:
+    """A read-only user held all 256 places in a black-box run; no one else got in."""
+    hub = StarHub(clock=clock, max_connections=4)
+    assert (hub.max_per_user, StarHub().max_per_user) == (2, MAX_CONNECTIONS // 2)
+    reader, kid = Principal("reader", may_control=False), Principal("kid")
+    peer = Peer()
+
+    def connect(client_id: str, principal: Principal | None) -> Connection:
+        identity = Identity("agent", client_id, "world_1")
+        return hub.connect(identity, peer.send, peer.close, principal=principal)
+
+    connect("r1", reader)
+    connect("r2", reader)
+    with pytest.raises(HubFullError, match="this user already has 2 connections"):
+        connect("r3", reader)
+    connect("r2", reader)  # taking over its own identity is not a new place
+    connect("k1", kid)
+    connect("k2", kid)  # the other half
+    with pytest.raises(HubFullError, match=r"the hub is full \(4 clients"):
+        connect("x1", None)
+    assert hub.stats.refused_full == 2
+    # Clients without a Home Assistant user (the standalone hub) have no share.
+    lone = StarHub(clock=clock, max_connections=4)
+    for n in range(4):
+        lone.connect(Identity("agent", f"a{n}", "w"), peer.send, peer.close)
+
+
 def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
     """A read-only user claimed 50 human ids in a black-box run, kept for good."""
     from custom_components.soul.core.star.connections import MAX_HUMANS_PER_USER

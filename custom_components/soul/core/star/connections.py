@@ -3,7 +3,8 @@
 A transport calls ``connect`` with the connection's identity and two
 callbacks: ``send(text) -> bool`` (False when its bounded queue is full: the
 slow client is then cut off) and ``close(code, reason)``. At most
-``max_connections`` remote clients are connected at once; ``connect``
+``max_connections`` remote clients are connected at once, and at most
+``max_per_user`` (half of them) of one Home Assistant user; ``connect``
 refuses one more with ``HubFullError`` (the transport answers
 ``CONNECTION_FAILED`` and closes with 1013), except for a client taking over
 its own identity. ``tick`` sends heartbeats and closes the connections
@@ -48,6 +49,9 @@ DEFAULT_BURST = 100  # environments: twice; at most the transport's send queue
 ENVIRONMENT_RATE_FACTOR = 10
 ENVIRONMENT_BURST_FACTOR = 2
 MAX_CONNECTIONS = 256  # remote clients at once (Home Assistant: about 2,048 files)
+# One user's share: a black-box run (2026-11-29) had a read-only user hold all
+# 256 places, and every other client was refused.
+MAX_SHARE_PER_USER = 0.5
 # Human ids kept as their users' (stored), the least recently used dropped.
 MAX_HUMANS_PER_USER = 32
 MAX_HUMAN_OWNERS = 4096
@@ -118,22 +122,27 @@ class Connections:
         burst: int = DEFAULT_BURST,
         idle_timeout: float = IDLE_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
+        max_per_user: int | None = None,
         reserved: Callable[[Identity], bool] = lambda _identity: False,
         on_owners_changed: Callable[[], None] = lambda: None,
     ) -> None:
         """Create an empty hub; ``reserved`` names identities no client may take.
 
         ``max_connections`` bounds the remote clients (in-process ones are
-        not counted).
+        not counted), ``max_per_user`` those of one Home Assistant user (by
+        default half of them, at least one).
         """
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if max_per_user is None:
+            max_per_user = max(1, int(max_connections * MAX_SHARE_PER_USER))
         self._clock = clock
         self.max_message_bytes = max_message_bytes
         self.rate = rate
         self.burst = burst
         self.idle_timeout = idle_timeout
         self.max_connections = max_connections
+        self.max_per_user = max_per_user
         self._full_logged = False
         self.reserved = reserved
         self._on_owners_changed = on_owners_changed
@@ -224,11 +233,12 @@ class Connections:
 
         Raises ``IdentityError`` for a reserved identity, one connected by
         another user, or a human id that belongs to another user; and
-        ``HubFullError`` when ``max_connections`` clients are connected
-        (a takeover frees its place first, so it is never refused).
+        ``HubFullError`` when ``max_connections`` clients are connected, or
+        ``max_per_user`` of the principal's user (a takeover frees its place
+        first, so it is never refused).
         """
         self.check_identity(identity, principal)
-        self._check_room(identity)
+        self._check_room(identity, principal)
         if (owner := self._owner_to_be(identity, principal)) is not None:
             self._keep_human(identity.client_id, owner)
         now = self._clock()
@@ -244,12 +254,22 @@ class Connections:
         )
         return self._register(connection)
 
-    def _check_room(self, identity: Identity) -> None:
+    def _check_room(self, identity: Identity, principal: Principal | None) -> None:
         old = self._by_key.get(self._key(identity))
         if old is not None and old.local is None:
             return  # a takeover: the old connection's place is the new one's
-        remote = sum(1 for c in self._by_key.values() if c.local is None)
-        if remote < self.max_connections:
+        remote = [c for c in self._by_key.values() if c.local is None]
+        user_id = None if principal is None else principal.user_id
+        if (
+            user_id is not None
+            and sum(1 for c in remote if c.user_id == user_id) >= self.max_per_user
+        ):
+            self.stats.refused_full += 1
+            raise HubFullError(
+                f"this user already has {self.max_per_user} connections to the hub,"
+                " its share; close one first"
+            )
+        if len(remote) < self.max_connections:
             self._full_logged = False
             return
         self.stats.refused_full += 1
