@@ -31,6 +31,7 @@ from custom_components.soul.const import (
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_MEM0_API_KEY,
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_TIMEOUT,
@@ -152,6 +153,14 @@ async def test_memory_settings_are_checked(
         (
             {CONF_MEMORY_BACKEND: "mem0_server", CONF_MEM0_URL: "not a url"},
             {CONF_MEM0_URL: "invalid_url"},
+        ),
+        (
+            {
+                CONF_MEMORY_BACKEND: "mem0_server",
+                CONF_MEM0_URL: "http://127.0.0.1:9",
+                CONF_MEM0_API_KEY: "clé",
+            },
+            {CONF_MEM0_API_KEY: "invalid_api_key"},
         ),
     ):
         result = await hass.config_entries.options.async_configure(
@@ -307,6 +316,19 @@ async def test_an_endpoint_error_is_read_within_bounds(
                 CONF_LLM_MODEL: "gpt\x1b[2J",
             },
             {CONF_LLM_MODEL: "invalid_text"},
+        ),
+        *(
+            (
+                {
+                    CONF_TOPIC_PREFIX: "soul",
+                    CONF_LLM_BASE_URL: "http://127.0.0.1:9/v1",
+                    CONF_LLM_MODEL: "m",
+                    CONF_LLM_API_KEY: key,
+                },
+                {CONF_LLM_API_KEY: "invalid_api_key"},
+            )
+            # A black-box run: a traceback in the log, and "unknown" shown.
+            for key in ("ключ", "clé", "k😀", "sk-1\u00a02")
         ),
     ],
 )

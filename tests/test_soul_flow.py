@@ -55,3 +55,26 @@ async def test_no_soul_past_the_limit(
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "too_many_souls"
     assert result["description_placeholders"] == {"max": "1"}
+
+
+async def test_reconfiguring_a_soul_that_is_not_there_aborts(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """A black-box run got a 500 and a traceback for a made-up subentry id."""
+    result = await hass.config_entries.subentries.async_init(
+        (init_integration.entry_id, "soul"),
+        context={"source": "reconfigure", "subentry_id": "nope"},
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "unknown_soul"
+
+
+async def test_a_name_that_shows_nothing_is_refused(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """A black-box run named souls of joiners and accents alone."""
+    result = await add_soul_flow(
+        hass, init_integration, name="\u200d\u200d", mbti_type="INTP"
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {"name": "invalid_name"}

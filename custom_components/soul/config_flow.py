@@ -85,6 +85,7 @@ from .number_options import NUMBER_OPTIONS
 from .soul_flow import SoulSubentryFlow
 
 MAX_SETTING_LENGTH = 2048  # a URL, a key, a model name
+API_KEYS = (CONF_LLM_API_KEY, CONF_MEM0_API_KEY)
 URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
 PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
 
@@ -172,6 +173,9 @@ def _texts(user_input: Mapping[str, Any], errors: dict[str, str]) -> dict[str, A
     for key, value in texts.items():
         if not untrusted.is_text(value, MAX_SETTING_LENGTH):
             errors[key] = "invalid_text"
+        elif key in API_KEYS and not (value.isascii() and value.isprintable()):
+            # It goes into an HTTP header: "clé" raised deep in the client.
+            errors[key] = "invalid_api_key"
     return texts
 
 

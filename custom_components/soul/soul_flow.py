@@ -10,6 +10,7 @@ from homeassistant.config_entries import (
     ConfigEntryState,
     ConfigSubentryFlow,
     SubentryFlowResult,
+    UnknownSubEntry,
 )
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
@@ -162,7 +163,10 @@ class SoulSubentryFlow(ConfigSubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Change a soul; its emotion then settles towards the new temperament."""
-        subentry = self._get_reconfigure_subentry()
+        try:
+            subentry = self._get_reconfigure_subentry()
+        except UnknownSubEntry:  # a stale link, or a hand-made request: not a 500
+            return self.async_abort(reason="unknown_soul")
         errors: dict[str, str] = {}
         if user_input is not None:
             data, errors = _soul_settings(user_input)

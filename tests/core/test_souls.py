@@ -82,8 +82,15 @@ class Env:
 
 def test_validate_soul_fields() -> None:
     validate_soul_fields("Aria", "ENFP", "kind")
+    # Marks and joiners belong to names that show something.
+    for name in ("e\u0301", "\U0001f469\u200d\U0001f4bb", "\u2764\ufe0f", "小"):
+        validate_soul_fields(name, "ENFP")
     for args, message in [
         (("", "ENFP"), "name"),
+        (("\u200d\u200d", "ENFP"), "name must have a character that shows"),
+        (("\ufe0f", "ENFP"), "name must have a character that shows"),
+        (("\u0301\u0301", "ENFP"), "name must have a character that shows"),
+        (("\u200c \u3000", "ENFP"), "name must have a character that shows"),
         (("x" * 65, "ENFP"), "name"),
         ((None, "ENFP"), "name"),
         (("Aria", "XXXX"), "mbti_type"),

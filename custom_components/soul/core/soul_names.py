@@ -1,4 +1,4 @@
-"""How souls' names are compared and which a body may give: ``name_key``, ``mixes_alphabets``.
+"""How souls' names are compared and which are names at all: ``name_key``, ``shows``, ``mixes_alphabets``.
 
 Names are shown in every soul list, the select of a body's soul and the
 panel: two souls that look alike pass for each other. ``name_key`` is what a
@@ -51,3 +51,13 @@ def mixes_alphabets(name: str) -> bool:
         sum(1 for alphabet in _ALPHABETS if alphabet.search(word)) > 1
         for word in normal.split()
     )
+
+
+def shows(name: str) -> bool:
+    """Return whether ``name`` has a character that shows on its own.
+
+    Joiners, variation selectors and combining accents are kept in names
+    (words and emoji need them) but are no name alone: a black-box run
+    named souls "\u200d\u200d" and "\u0301\u0301", which lists showed blank.
+    """
+    return any(unicodedata.category(char)[0] not in "MZC" for char in name_key(name))

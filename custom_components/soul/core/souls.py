@@ -38,7 +38,7 @@ from .soul_events import (
     tick_texts,
     update_payload,
 )
-from .soul_names import mixes_alphabets, name_key
+from .soul_names import mixes_alphabets, name_key, shows
 from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
 
 _LOGGER = trace_logger(__name__)
@@ -122,6 +122,8 @@ def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
         untrusted.text(name.strip(), "name", max_length=MAX_NAME_LENGTH)
     except untrusted.UntrustedInputError as err:
         raise InvalidSoulFieldError("name", str(err)) from None
+    if not shows(name):
+        raise InvalidSoulFieldError("name", "name must have a character that shows")
     if not is_mbti(mbti):
         raise InvalidSoulFieldError(
             "mbti_type",

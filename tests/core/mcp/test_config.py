@@ -89,6 +89,11 @@ def test_secrets_are_redacted() -> None:
         ({"mcpServers": {"a": {"url": "http://h", "type": "ws"}}}, "mcpServers.a.type"),
         ({"mcpServers": {"a": {"url": "http://h", "headers": {"A B": "v"}}}}, "mcpServers.a.headers.A B"),
         ({"mcpServers": {"a": {"url": "http://h", "headers": {"X": "v\r\nY: z"}}}}, "mcpServers.a.headers.X"),
+        # A black-box run stored a bell and a start-of-heading.
+        ({"mcpServers": {"a": {"command": "x", "env": {"X": "a\x07b"}}}}, "mcpServers.a.env.X"),
+        ({"mcpServers": {"a": {"url": "http://h", "headers": {"X": "a\x01b"}}}}, "mcpServers.a.headers.X"),
+        ({"mcpServers": {"a": {"url": "http://h", "headers": {"X": "a\x7fb"}}}}, "mcpServers.a.headers.X"),
+        ({"mcpServers": {"a": {"url": "http://h", "headers": {"X": "Bearer clé"}}}}, "mcpServers.a.headers.X"),
         ({"mcpServers": {"a": {"url": "http://h", "args": []}}}, "mcpServers.a.args"),
         ({"mcpServers": {f"s{i}": {"command": "x"} for i in range(17)}}, "mcpServers"),
     ],

@@ -171,7 +171,9 @@ def _server(name: str, raw: Any, where: str) -> ServerConfig:
         name=name,
         transport="sse" if kind == "sse" else "http",
         url=url,
-        headers=_pairs(raw.get("headers", {}), f"{where}.headers", HEADER_NAME_RE),
+        headers=_pairs(
+            raw.get("headers", {}), f"{where}.headers", HEADER_NAME_RE, ascii_only=True
+        ),
     )
 
 
@@ -202,7 +204,9 @@ def _args(value: Any, where: str) -> tuple[str, ...]:
     return tuple(args)
 
 
-def _pairs(value: Any, where: str, key_re: re.Pattern[str]) -> dict[str, str]:
+def _pairs(
+    value: Any, where: str, key_re: re.Pattern[str], *, ascii_only: bool = False
+) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise McpConfigError(where, "must be an object of strings")
     if len(value) > MAX_ENV:
@@ -213,11 +217,22 @@ def _pairs(value: Any, where: str, key_re: re.Pattern[str]) -> dict[str, str]:
             raise McpConfigError(f"{where}.{str(key)[:40]}", "is not a valid name")
         if not isinstance(item, str):
             raise McpConfigError(f"{where}.{key}", "must be a string")
-        if len(item) > MAX_VALUE_CHARS or any(c in item for c in "\x00\r\n"):
+        # One line without control characters (a tab is fine): a black-box
+        # run stored a bell and a start-of-heading in them.
+        if (
+            len(item) > MAX_VALUE_CHARS
+            or "\r" in item
+            or "\n" in item
+            or untrusted.clean(item, MAX_VALUE_CHARS) != item
+        ):
             raise McpConfigError(
                 f"{where}.{key}",
-                f"must be one line of at most {MAX_VALUE_CHARS} characters",
+                f"must be one line of at most {MAX_VALUE_CHARS} characters,"
+                " without control characters",
             )
+        if ascii_only and not item.isascii():
+            # An HTTP header's value: "clé" would fail in the client instead.
+            raise McpConfigError(f"{where}.{key}", "must be ASCII (an HTTP header)")
         pairs[key] = item
     return pairs
 
