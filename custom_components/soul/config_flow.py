@@ -81,22 +81,13 @@ from .core.redaction import redact_url
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .mcp_servers import mcp_servers
 from .models import SoulConfigEntry
-from .number_options import NUMBER_OPTIONS
+from .number_options import NUMBER_OPTIONS, number_fields
 from .soul_flow import SoulSubentryFlow
 
 MAX_SETTING_LENGTH = 2048  # a URL, a key, a model name
 API_KEYS = (CONF_LLM_API_KEY, CONF_MEM0_API_KEY)
 URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
 PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
-
-
-def _numbers(*keys: str) -> dict[Any, Any]:
-    """Return the form fields of numeric options, each with its default."""
-    options = {key: NUMBER_OPTIONS[key] for key in keys}
-    return {
-        vol.Optional(key, default=option.default): option.selector()
-        for key, option in options.items()
-    }
 
 
 ENDPOINT_FIELDS: dict[Any, Any] = {
@@ -126,21 +117,21 @@ MEMORY_FIELDS = vol.Schema(
         vol.Optional(
             CONF_EMBEDDING_MODEL, default=DEFAULT_EMBEDDING_MODEL
         ): TextSelector(),
-        **_numbers(CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT),
+        **number_fields(CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT),
     }
 )
 ADVANCED_FIELDS = vol.Schema(
     {
-        **_numbers(CONF_INVOKE_TIMEOUT),
+        **number_fields(CONF_INVOKE_TIMEOUT),
         vol.Optional(CONF_FOLLOW_UP, default=DEFAULT_FOLLOW_UP): BooleanSelector(),
-        **_numbers(
+        **number_fields(
             CONF_MAX_TOOL_ROUNDS,
             CONF_EMOTION_TICK_INTERVAL,
             CONF_NAVIGATOR_TURNS,
             CONF_NAVIGATOR_SWING,
         ),
         vol.Optional(CONF_NAVIGATOR_MODEL): TextSelector(),
-        **_numbers(CONF_JOURNAL_DAYS, CONF_JOURNAL_MB),
+        **number_fields(CONF_JOURNAL_DAYS, CONF_JOURNAL_MB),
     }
 )
 # MCP servers (docs/mcp.md): the spec's {"mcpServers": …} as JSON text.

@@ -21,6 +21,7 @@ from homeassistant.helpers.selector import (
     NumberSelectorConfig,
     NumberSelectorMode,
 )
+import voluptuous as vol
 
 from .const import (
     CONF_EMBEDDING_DIMS,
@@ -102,3 +103,13 @@ def number_option(options: Mapping[str, Any], key: str) -> Any:
     option = NUMBER_OPTIONS[key]
     value = option.read(options.get(key))
     return option.default if value is None else value
+
+
+def number_fields(*keys: str) -> dict[Any, Any]:
+    """Return the options form's fields of these numeric options, with their defaults."""
+    return {
+        vol.Optional(key, default=NUMBER_OPTIONS[key].default): NUMBER_OPTIONS[
+            key
+        ].selector()
+        for key in keys
+    }
