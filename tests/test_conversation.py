@@ -279,3 +279,22 @@ async def test_an_llm_api_gone_fails_only_the_model_turn(
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert "LLM API" in result.response.speech["plain"]["speech"]
     assert fake_llm.chat_requests == []
+
+
+async def test_a_turn_that_says_nothing_is_still_an_answer(
+    hass: HomeAssistant, init_integration: MockConfigEntry, mqtt_mock: MqttMockHAClient
+) -> None:
+    """An exclamation needs no action and no words (no_action, §4.4.3).
+
+    A black-box run got "Unable to get response" in the Assist dialog and an
+    error in the log: Home Assistant answers with the chat log's last
+    assistant message, and the turn had added none.
+    """
+    announce(hass)
+    await hass.async_block_till_done()
+    result = await conversation.async_converse(
+        hass, "哇，太好了！", None, Context(), language="zh-cn", agent_id=AGENT
+    )
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert result.response.speech["plain"]["speech"] == ""
+    assert intent_actions(mqtt_mock) == []

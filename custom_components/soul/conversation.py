@@ -343,6 +343,13 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
             await transcript.finish()
             return err.as_conversation_result()
         await transcript.finish()
+        if not isinstance(chat_log.content[-1], conversation.AssistantContent):
+            # A turn that says nothing (an exclamation, NO_REPLY of §4.2.2):
+            # Home Assistant answers with the last assistant message, so one
+            # without words closes it ("Unable to get response" otherwise).
+            chat_log.async_add_assistant_content_without_tools(
+                conversation.AssistantContent(agent_id=self.entity_id, content=None)
+            )
         return conversation.async_get_result_from_chat_log(user_input, chat_log)
 
 
