@@ -255,7 +255,8 @@ async def test_a_server_that_cannot_start_raises_a_repair_issue(
     config = servers(
         mcp_http_server,
         broken={"command": command, "args": args},
-        missing={"command": "/nonexistent/mcp-server"},
+        # Repairs are Markdown: a third party's text makes no picture there.
+        missing={"command": "/nonexistent/![m](http://evil.example/p.png)"},
     )
     entry = soul_entry(fake_llm, config)
     entry.add_to_hass(hass)
@@ -274,6 +275,8 @@ async def test_a_server_that_cannot_start_raises_a_repair_issue(
     assert issue.translation_placeholders is not None
     assert issue.translation_placeholders["server"] == "missing"
     assert "command not found" in issue.translation_placeholders["error"]
+    assert "![m](" not in issue.translation_placeholders["error"]
+    assert "!［m］(http" in issue.translation_placeholders["error"]
     state = hass.states.get("binary_sensor.soul_mcp_server_missing")
     assert state is not None and state.state == STATE_OFF
     # What a server prints to stderr (its environment, a token…) is for the

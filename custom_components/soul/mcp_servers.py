@@ -27,6 +27,7 @@ from .const import (
     ISSUE_MCP_SERVER_FAILED,
     LOGGER,
 )
+from .core import untrusted
 from .core.cognition.events import EventBus
 from .core.mcp.config import McpConfigError, ServerConfig, parse_config
 from .core.mcp.connection import CONNECTED, FAILED, WrapTransport
@@ -96,8 +97,9 @@ def _changed(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
                 translation_key=ISSUE_MCP_SERVER_FAILED,
                 translation_placeholders={
                     "server": name,
-                    # Administrators only see repairs: the server's stderr too.
-                    "error": (
+                    # Administrators only see repairs: the server's stderr too,
+                    # as text (repairs are Markdown: no link or picture of it).
+                    "error": untrusted.markdown_inert(
                         (connection.error or "")[:300]
                         + (
                             f"; stderr: {connection.stderr}"

@@ -49,6 +49,7 @@ from .const import (
     MEMORY_NONE,
     MEMORY_SERVER,
 )
+from .core import untrusted
 from .core.memory.base import MemoryBackend
 from .core.memory.manager import MemoryManager
 from .core.memory.mem0_embedded import (
@@ -207,7 +208,9 @@ async def async_create_memory(
                 is_fixable=False,
                 severity=ir.IssueSeverity.WARNING,
                 translation_key=ISSUE_MEM0_UNAVAILABLE,
-                translation_placeholders={"error": str(err)[:200]},
+                translation_placeholders={
+                    "error": untrusted.markdown_inert(str(err)[:200])
+                },
             )
         else:
             ir.async_delete_issue(hass, DOMAIN, ISSUE_MEM0_UNAVAILABLE)

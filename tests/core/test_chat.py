@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from custom_components.soul.core.chat import ChatPipeline
-from custom_components.soul.core.chat_phrases import normalize_reply
+from custom_components.soul.core.chat_phrases import normalize_reply, phrase
 from custom_components.soul.core.chat_request import (
     NO_SOUL_ERROR,
     TEXT_INPUT_ERROR,
@@ -498,3 +498,17 @@ async def test_hostile_model_replies_are_bounded_and_storable(
     response = await env.say("你觉得呢？", session_id="s2")
     assert response["reply"]
     assert response["executed_skills"] == []
+
+
+@pytest.mark.parametrize("key", ["clarify", "confirm", "blocked", "failed", "undone"])
+def test_a_bodys_words_in_a_reply_make_no_markdown(key: str) -> None:
+    """A slot named "![m](http://…)" became a picture in Assist (black box).
+
+    Each time the reply was shown, the browser fetched it from the body
+    owner's server; a link could be planted the same way.
+    """
+    hostile = "![m](http://evil.example/p.png) [sign in](http://evil.example)"
+    for text in ("turn it on", "开灯"):
+        reply = phrase(text, key, hostile)
+        assert "[" not in reply and "]" not in reply
+        assert "!［m］(http://evil.example/p.png) ［sign in］" in reply

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .language import detect_locale
+from .untrusted import markdown_inert
 
 _NO_REPLY = re.compile(r"^\s*(?:<NO_REPLY>|\[NO_REPLY\]|NO_REPLY)\s*$")
 STATUS_TEXT = {
@@ -64,8 +65,12 @@ def reply_language(text: str) -> str:
 
 
 def phrase(text: str, key: str, what: str = "") -> str:
-    """Return the reply ``key`` in the language of ``text``, naming ``what``."""
-    return _PHRASES[reply_language(text)][key].format(what=what)
+    """Return the reply ``key`` in the language of ``text``, naming ``what``.
+
+    ``what`` is a body's words (an intent's or a slot's name) or the user's:
+    Assist shows replies as Markdown, so it is made inert there.
+    """
+    return _PHRASES[reply_language(text)][key].format(what=markdown_inert(what))
 
 
 def normalize_reply(text: str | None) -> str:
