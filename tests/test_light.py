@@ -150,6 +150,13 @@ async def test_a_failed_or_timed_out_invoke_claims_nothing(
         )
     assert hass.states.get(LIGHT).state == STATE_OFF
 
+    body.answer = {"ok": False, "error": "b" * 1000}  # shown in a toast: short
+    with pytest.raises(HomeAssistantError) as caught:
+        await hass.services.async_call(
+            "light", "turn_on", {"entity_id": LIGHT}, blocking=True
+        )
+    assert caught.value.translation_placeholders["error"] == "b" * 299 + "…"
+
     body.answer = {"ok": "yes"}  # not a result of §3.6: fails now, not in 8 s
     with pytest.raises(HomeAssistantError) as caught:
         await hass.services.async_call(
@@ -169,7 +176,7 @@ async def test_a_failed_or_timed_out_invoke_claims_nothing(
         )
     state = hass.states.get(LIGHT)
     assert state.state == STATE_OFF
-    assert len(body.requests) == 6  # all of them reached the body
+    assert len(body.requests) == 7  # all of them reached the body
 
 
 async def test_the_reference_light_offers_its_colours(

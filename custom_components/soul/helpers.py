@@ -19,6 +19,7 @@ from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.util import dt as dt_util
 
 from .const import DOMAIN, TITLE
+from .core import untrusted
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
 from .core.registry import Terminal
@@ -161,6 +162,9 @@ def find_soul(hub: SoulHub, key: str) -> Soul | None:
     return named[0] if len(named) == 1 else None
 
 
+MAX_SHOWN_ERROR = 300  # characters of a body's error in an action's message
+
+
 async def async_invoke_or_raise(
     entry: SoulConfigEntry,
     terminal_id: str,
@@ -206,7 +210,8 @@ async def async_invoke_or_raise(
             translation_placeholders={
                 "terminal": terminal_id,
                 "skill": skill,
-                "error": result.error or "",
+                # Shown in a toast: a body's 1,000 characters ran out of it.
+                "error": untrusted.shortened(result.error or "", MAX_SHOWN_ERROR),
             },
         )
     return result

@@ -157,6 +157,11 @@ def is_text(value: Any, max_length: int) -> bool:
 _INERT_IN_MARKDOWN = str.maketrans({"[": "［", "]": "］"})
 
 
+def shortened(value: str, limit: int) -> str:
+    """Return ``value`` cut to ``limit`` characters, an ellipsis ending a cut one."""
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
 def markdown_inert(value: str) -> str:
     """Return ``value`` so that Markdown makes no link or image of it.
 

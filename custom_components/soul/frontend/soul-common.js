@@ -320,7 +320,11 @@ export const BASE_CSS = `
      with its element ("\\u202e" in a chat line reversed the labels beside it). */
   span, strong, em, b, small, code, label, bdi, time, a { unicode-bidi: isolate; }
   .muted { color: var(--secondary-text-color); }
-  .chip { display: inline-flex; align-items: center; gap: 6px; padding: 2px 10px; border-radius: 12px;
+  /* Names and words from bodies and users wrap anywhere rather than run out of
+     their card (a body's 128-character model, a 4,000-character word, a name
+     of 64 wide ligatures did, in a black-box run). */
+  .muted, .chip, .said, .reply, .mood, h1, h2, h3, td, th { overflow-wrap: anywhere; min-width: 0; }
+  .chip { display: inline-flex; align-items: center; gap: 6px; padding: 2px 10px; border-radius: 12px; max-width: 100%; box-sizing: border-box;
     background: var(--secondary-background-color); color: var(--primary-text-color); font-size: 0.85em; }
   .dot { width: 8px; height: 8px; border-radius: 50%; background: var(--disabled-text-color, #bdbdbd); flex: none; }
   .dot.on { background: var(--success-color, #43a047); }

@@ -61,6 +61,7 @@ const STYLE = `${BASE_CSS}
   .trace-head { display: flex; justify-content: space-between; gap: 8px; flex-wrap: wrap; margin-bottom: 8px; }
   .event { display: grid; grid-template-columns: 110px 1fr; gap: 8px; padding: 4px 0; border-top: 1px solid var(--divider-color); }
   :host([narrow]) .event { grid-template-columns: 1fr; gap: 2px; }
+  .event > *, .grid > *, .soul-head > * { min-width: 0; }
   .event .kind { font-size: 0.8em; color: var(--secondary-text-color); }
   .inner { font-style: italic; color: var(--secondary-text-color); }
   .btn { background: var(--primary-color); color: var(--text-primary-color, #fff); border: 0; border-radius: 18px;

@@ -32,6 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
+from .. import untrusted
 from ..http_limits import LimitedSyncTransport
 from ..llm import MAX_COMPLETION_BYTES, NO_API_KEY
 from .base import MemoryBackendError, MemoryItem
@@ -196,9 +197,7 @@ def describe_error(err: BaseException, secret: str = "") -> str:
     text = str(err) or name
     if secret and secret != NO_API_KEY:
         text = text.replace(secret, "***")
-    text = " ".join(text.split())
-    if len(text) > _MAX_DETAIL:
-        text = text[: _MAX_DETAIL - 1] + "…"
+    text = untrusted.shortened(" ".join(text.split()), _MAX_DETAIL)
     return f"{name}: {text}"
 
 
