@@ -209,6 +209,45 @@ async def test_users_see_their_own_souls_live(
     assert message["event"]["soul"]["name"] == "Kids"
 
 
+async def test_what_a_user_said_without_a_body_is_theirs(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_ws_client: WebSocketGenerator,
+) -> None:
+    """The emotion heard in a chat without a body is the speaker's (and admins').
+
+    A black-box run: every user of a shared soul saw "anger · +1.00" that an
+    administrator's panel chat had made. Through a body it is the body's
+    event entity's, which every user sees anyway.
+    """
+    announce(hass)  # the shared soul "friendly", bound to T
+    await hass.async_block_till_done()
+    admin = await hass_ws_client(hass)
+    kid = await _user_ws(hass, hass_ws_client)
+    (friendly,) = (await _call(kid, {"type": "soul/souls/list"}))["result"]["souls"]
+    soul_id = friendly["soul_id"]
+
+    async def heard(ws: Any) -> Any:
+        (soul,) = [
+            s
+            for s in (await _call(ws, {"type": "soul/souls/list"}))["result"]["souls"]
+            if s["soul_id"] == soul_id
+        ]
+        return soul["user_emotion"]
+
+    answer = await _call(admin, {"type": "soul/chat", "text": SAD, "soul_id": soul_id})
+    assert answer["success"], answer
+    assert (await heard(admin))["trace_id"] == answer["result"]["trace_id"]
+    assert await heard(kid) is None
+    answer = await _call(kid, {"type": "soul/chat", "text": SAD, "soul_id": soul_id})
+    assert answer["success"], answer
+    assert (await heard(kid))["trace_id"] == answer["result"]["trace_id"]
+    assert (await heard(admin))["trace_id"] == answer["result"]["trace_id"]
+    answer = await _call(admin, {"type": "soul/chat", "text": SAD, "terminal_id": T})
+    assert answer["success"], answer
+    assert (await heard(kid))["terminal_id"] == T
+
+
 async def test_soul_pushes_are_throttled_and_the_last_one_arrives(
     hass: HomeAssistant,
     init_integration: MockConfigEntry,

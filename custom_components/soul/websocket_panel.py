@@ -61,8 +61,11 @@ _CHAT_ERRORS = {400: "invalid_format", 403: "unauthorized", 404: "not_found"}
 class _Seen:
     """What Soul saw of the loaded entry, for the panel: kept while it is loaded."""
 
-    # soul id → the user emotion last recognised (with when and its trace).
-    user_emotions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # soul id → the user emotion last recognised (with when and its trace),
+    # and who may see it (``_user_emotion``).
+    user_emotions: dict[str, tuple[dict[str, Any], str | None]] = field(
+        default_factory=dict
+    )
     decisions: DecisionLog = field(default_factory=DecisionLog)
 
 
@@ -89,13 +92,16 @@ def async_watch_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> CALLBACK_T
         if event.user_emotion is None:
             return
         emotion = event.user_emotion
-        seen.user_emotions[event.soul_id] = {
+        heard = {
             "emotion": str(emotion.get("emotion")),
             **{k: _number(emotion.get(k)) for k in ("intensity", "p", "a", "d")},
             "terminal_id": event.terminal_id,
             "trace_id": event.trace_id,
             "at": event.snapshot.at,
         }
+        # Through a body, every user sees it anyway (the body's event entity).
+        speaker = None if event.terminal_id else event.user_id
+        seen.user_emotions[event.soul_id] = (heard, speaker)
 
     @callback
     def terminal_changed(terminal: Terminal, change: Change) -> None:
@@ -158,10 +164,22 @@ def _soul_view(
         "emotion": None if snapshot is None else snapshot.as_dict(),
         "at": None if snapshot is None else snapshot.at,
         "bodies": _bodies_of(entry, soul.soul_id),
-        "user_emotion": _seen(hass).user_emotions.get(soul.soul_id),
+        "user_emotion": _user_emotion(hass, soul.soul_id, principal),
         # a read-only user sees the soul but may not talk to it (soul/chat)
         "may_chat": principal.may_control,
     }
+
+
+def _user_emotion(
+    hass: HomeAssistant, soul_id: str, principal: Principal
+) -> dict[str, Any] | None:
+    """Return the soul's last heard user emotion, if ``principal`` may see it.
+
+    What a user said without a body is theirs: another user of a shared soul
+    saw "anger · +1.00" heard from an administrator's panel chat (black box).
+    """
+    heard, speaker = _seen(hass).user_emotions.get(soul_id, (None, None))
+    return heard if principal.sees(speaker) else None
 
 
 def _visible(entry: SoulConfigEntry, principal: Principal) -> list[Soul]:

@@ -333,6 +333,7 @@ class ChatPipeline:
                     request.session_id,
                     soul_id=soul.soul_id,
                     trace_id=trace.trace_id,
+                    user_id=request.user_id,
                     held=held,
                 )
             except NoSoulError as err:

@@ -74,6 +74,8 @@ class SoulEvent(NamedTuple):
     published: Sequence[dict[str, Any]] = ()
     # The user turn's trace id (the event journal's), if any.
     trace_id: str | None = None
+    # The Home Assistant user who spoke, for a user turn (None: a body, Soul).
+    user_id: str | None = None
 
 
 def update_payload(

@@ -643,6 +643,7 @@ class SoulHub:
         *,
         soul_id: str | None = None,
         trace_id: str | None = None,
+        user_id: str | None = None,
         held: list[Callable[[], None]] | None = None,
     ) -> tuple[dict[str, Any], EmotionSnapshot]:
         """Recognise the user's emotion, move the bound soul, publish to the terminal.
@@ -690,6 +691,7 @@ class SoulHub:
             user_emotion=user_emotion,
             published=sent,
             trace_id=trace_id,
+            user_id=user_id,
         )
         if held is None:
             self._notify(event)
