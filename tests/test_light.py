@@ -157,6 +157,15 @@ async def test_a_failed_or_timed_out_invoke_claims_nothing(
         )
     assert caught.value.translation_placeholders["error"] == "b" * 299 + "…"
 
+    # A body's own "invalid_result" or "timeout" is its words, not Soul's.
+    for words in ("invalid_result", "timeout"):
+        body.answer = {"ok": False, "error": words}
+        with pytest.raises(HomeAssistantError) as caught:
+            await hass.services.async_call(
+                "light", "turn_on", {"entity_id": LIGHT}, blocking=True
+            )
+        assert caught.value.translation_key == "skill_failed"
+
     body.answer = {"ok": "yes"}  # not a result of §3.6: fails now, not in 8 s
     with pytest.raises(HomeAssistantError) as caught:
         await hass.services.async_call(
@@ -176,7 +185,7 @@ async def test_a_failed_or_timed_out_invoke_claims_nothing(
         )
     state = hass.states.get(LIGHT)
     assert state.state == STATE_OFF
-    assert len(body.requests) == 7  # all of them reached the body
+    assert len(body.requests) == 9  # all of them reached the body
 
 
 async def test_the_reference_light_offers_its_colours(

@@ -30,6 +30,7 @@ from custom_components.soul.number_options import NUMBER_OPTIONS, number_option
         (float("nan"), 3.0),
         (float("inf"), 3.0),
         ("1e999", 3.0),
+        (10**400, 3.0),
     ],
 )
 def test_the_tick_interval(value: object, expected: float) -> None:

@@ -61,12 +61,13 @@ async def test_reconfiguring_a_soul_that_is_not_there_aborts(
     hass: HomeAssistant, init_integration: MockConfigEntry
 ) -> None:
     """A black-box run got a 500 and a traceback for a made-up subentry id."""
-    result = await hass.config_entries.subentries.async_init(
-        (init_integration.entry_id, "soul"),
-        context={"source": "reconfigure", "subentry_id": "nope"},
-    )
-    assert result["type"] is FlowResultType.ABORT
-    assert result["reason"] == "unknown_soul"
+    for made_up in ("nope", ["x"], {"x": 1}):
+        result = await hass.config_entries.subentries.async_init(
+            (init_integration.entry_id, "soul"),
+            context={"source": "reconfigure", "subentry_id": made_up},
+        )
+        assert result["type"] is FlowResultType.ABORT
+        assert result["reason"] == "unknown_soul"
 
 
 async def test_a_name_that_shows_nothing_is_refused(

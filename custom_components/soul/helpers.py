@@ -191,13 +191,13 @@ async def async_invoke_or_raise(
                 **err.placeholders,
             },
         ) from err
-    if not result.ok and result.error == TIMEOUT_ERROR:
+    if result.by_soul and result.error == TIMEOUT_ERROR:
         raise HomeAssistantError(
             translation_domain=DOMAIN,
             translation_key="timeout",
             translation_placeholders={"terminal": terminal_id, "skill": skill},
         )
-    if not result.ok and result.error == INVALID_RESULT_ERROR:
+    if result.by_soul and result.error == INVALID_RESULT_ERROR:
         raise HomeAssistantError(
             translation_domain=DOMAIN,
             translation_key="invalid_result",

@@ -75,7 +75,7 @@ class NumberOption:
             return None
         try:
             number = float(value)
-        except ValueError:
+        except (ValueError, OverflowError):  # "x", 10**400
             return None
         if not math.isfinite(number):
             return None

@@ -163,9 +163,12 @@ class SoulSubentryFlow(ConfigSubentryFlow):
         self, user_input: dict[str, Any] | None = None
     ) -> SubentryFlowResult:
         """Change a soul; its emotion then settles towards the new temperament."""
+        # A stale link, or a hand-made request (a list as the id): not a 500.
+        if not isinstance(self.context.get("subentry_id"), str):
+            return self.async_abort(reason="unknown_soul")
         try:
             subentry = self._get_reconfigure_subentry()
-        except UnknownSubEntry:  # a stale link, or a hand-made request: not a 500
+        except UnknownSubEntry:
             return self.async_abort(reason="unknown_soul")
         errors: dict[str, str] = {}
         if user_input is not None:

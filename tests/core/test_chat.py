@@ -507,8 +507,12 @@ def test_a_bodys_words_in_a_reply_make_no_markdown(key: str) -> None:
     Each time the reply was shown, the browser fetched it from the body
     owner's server; a link could be planted the same way.
     """
-    hostile = "![m](http://evil.example/p.png) [sign in](http://evil.example)"
+    hostile = (
+        "![m](http://evil.example/p.png) [sign in](http://evil.example)"
+        " <img src=http://evil.example/q.png> <http://evil.example/r>"
+    )
     for text in ("turn it on", "开灯"):
         reply = phrase(text, key, hostile)
-        assert "[" not in reply and "]" not in reply
+        assert not set("[]<>") & set(reply)
         assert "!［m］(http://evil.example/p.png) ［sign in］" in reply
+        assert "＜img src=http://evil.example/q.png＞" in reply

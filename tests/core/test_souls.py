@@ -289,6 +289,10 @@ def test_a_body_hint_makes_no_lookalike_of_a_name() -> None:
     env.clock.now += HINT_SOUL_INTERVAL
     assert hub.first_connection("t2", "Анна") == HintDecision(name="Анна", mbti="ENFP")
     assert hub.first_connection("t3", "Aria") == HintDecision(soul_id="s1")
+    # Nor a name that shows nothing (a review found the hint path unchecked).
+    for n, blank in enumerate(("\u200d\u200d", "\u0301\u0301", "\ufe0f")):
+        env.clock.now += HINT_SOUL_INTERVAL
+        assert hub.first_connection(f"t{4 + n}", blank) is None
 
 
 async def test_tick_publishes_to_online_bound_terminals() -> None:

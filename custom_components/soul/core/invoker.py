@@ -201,7 +201,7 @@ class Invoker:
                 terminal_id, skill_name, ok=False, elapsed=None,
                 error=TIMEOUT_ERROR, timed_out=True,
             )  # fmt: skip
-            return InvokeResult(request_id, ok=False, error=TIMEOUT_ERROR)
+            return InvokeResult(request_id, ok=False, error=TIMEOUT_ERROR, by_soul=True)
         finally:
             self._pending.pop(key, None)
         self.stats.record(
@@ -263,7 +263,9 @@ class Invoker:
                 request_id,
                 parsed,
             )
-            parsed = InvokeResult(request_id, ok=False, error=INVALID_RESULT_ERROR)
+            parsed = InvokeResult(
+                request_id, ok=False, error=INVALID_RESULT_ERROR, by_soul=True
+            )
         self._pending[(terminal_id, request_id)].set_result(parsed)
 
 

@@ -304,6 +304,9 @@ class InvokeResult:
     ok: bool
     output: Any = None
     error: str | None = None
+    # Made by Soul (a timeout, an invalid answer), not sent by the body: a
+    # body's own {"error": "timeout"} is the body's words.
+    by_soul: bool = False
 
 
 def parse_result(request_id: str, data: Any) -> InvokeResult:

@@ -410,11 +410,14 @@ class SoulHub:
             )
             return None
         # Nor a lookalike of a name (a Cyrillic "А" in "Aria"): name_key
-        # keeps scripts apart, so it would not have been found above.
-        if decision.name is not None and mixes_alphabets(decision.name):
+        # keeps scripts apart, so it would not have been found above; nor a
+        # name that shows nothing (joiners or accents alone).
+        if decision.name is not None and (
+            mixes_alphabets(decision.name) or not shows(decision.name)
+        ):
             _LOGGER.warning(
-                "Ignored the soul_hint of %s: a word of its name mixes "
-                "alphabets, as a lookalike of another name would",
+                "Ignored the soul_hint of %s: its name shows nothing, or a word "
+                "of it mixes alphabets, as a lookalike of another name would",
                 terminal_id,
             )
             return None

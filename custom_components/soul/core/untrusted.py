@@ -151,10 +151,12 @@ def is_text(value: Any, max_length: int) -> bool:
     )
 
 
-# Markdown's links and images open with a square bracket: "![m](http://…)" in
-# a catalog's slot name became, in Assist, a picture fetched from the body
-# owner's server each time the reply was shown (a black-box run, 2026-11-29).
-_INERT_IN_MARKDOWN = str.maketrans({"[": "［", "]": "］"})
+# Markdown's links and images open with a square bracket, HTML's and
+# autolinks with an angle one: "![m](http://…)" in a catalog's slot name
+# became, in Assist, a picture fetched from the body owner's server each time
+# the reply was shown (a black-box run, 2026-11-29); Home Assistant's Markdown
+# keeps an <img src> too.
+_INERT_IN_MARKDOWN = str.maketrans({"[": "［", "]": "］", "<": "＜", ">": "＞"})
 
 
 def shortened(value: str, limit: int) -> str:
@@ -166,8 +168,9 @@ def markdown_inert(value: str) -> str:
     """Return ``value`` so that Markdown makes no link or image of it.
 
     For third parties' text that Soul puts into what Home Assistant renders as
-    Markdown (its replies in Assist, repair issues): the square brackets become
-    their full-width forms, which read the same and work in no Markdown.
+    Markdown (its replies in Assist, repair issues): square and angle brackets
+    become their full-width forms, which read the same and work in no
+    Markdown or HTML.
     """
     return value.translate(_INERT_IN_MARKDOWN)
 

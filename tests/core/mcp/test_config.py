@@ -94,6 +94,10 @@ def test_secrets_are_redacted() -> None:
         ({"mcpServers": {"a": {"url": "http://h", "headers": {"X": "a\x01b"}}}}, "mcpServers.a.headers.X"),
         ({"mcpServers": {"a": {"url": "http://h", "headers": {"X": "a\x7fb"}}}}, "mcpServers.a.headers.X"),
         ({"mcpServers": {"a": {"url": "http://h", "headers": {"X": "Bearer clé"}}}}, "mcpServers.a.headers.X"),
+        *(
+            ({"mcpServers": {"a": {"command": "x", "env": {"X": f"a{c}b"}}}}, "mcpServers.a.env.X")
+            for c in ("\x85", "\x9b", "\u2028", "\u202e", "\r", "\n")
+        ),
         ({"mcpServers": {"a": {"url": "http://h", "args": []}}}, "mcpServers.a.args"),
         ({"mcpServers": {f"s{i}": {"command": "x"} for i in range(17)}}, "mcpServers"),
     ],
