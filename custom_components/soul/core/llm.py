@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -253,12 +254,16 @@ class OpenAICompatibleLLM:
         # runs between the pieces, and a timeout would cancel the caller.
         deadline = asyncio.get_running_loop().time() + DEADLINE_TIMEOUTS * timeout
         try:
-            async with client.chat.completions.with_streaming_response.create(
-                **kwargs
-            ) as response:
-                async for event in _server_sent_events(
-                    _until(response.iter_bytes(), deadline, timeout)
-                ):
+            # The readers are closed here, not by the collector: a refused
+            # event left them open, to be closed later by a task of their own.
+            async with (
+                client.chat.completions.with_streaming_response.create(
+                    **kwargs
+                ) as response,
+                aclosing(_until(response.iter_bytes(), deadline, timeout)) as chunks,
+                aclosing(_server_sent_events(chunks)) as events,
+            ):
+                async for event in events:
                     if (piece := assembly.add(event)) is not None:
                         yield piece
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
@@ -306,7 +311,7 @@ def _late(timeout: float) -> str:
 
 async def _until(
     chunks: AsyncIterator[bytes], deadline: float, timeout: float
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     """Yield ``chunks`` until the loop's clock passes ``deadline``."""
     loop = asyncio.get_running_loop()
     async for chunk in chunks:
@@ -315,7 +320,7 @@ async def _until(
         yield chunk
 
 
-async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[Any]:
+async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[Any]:
     """Yield the decoded ``data:`` events of a stream, within the size limits."""
     buffer = bytearray()
     total = 0
