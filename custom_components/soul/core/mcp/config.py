@@ -219,16 +219,19 @@ def _pairs(
             raise McpConfigError(f"{where}.{key}", "must be a string")
         # One line without control characters (a tab is fine): a black-box
         # run stored a bell and a start-of-heading in them.
-        line = item.replace("\t", " ")
-        if (
-            len(item) > MAX_VALUE_CHARS
-            or untrusted.clean(line, MAX_VALUE_CHARS, multiline=False) != line
-        ):
+        try:
+            untrusted.text(
+                item.replace("\t", " "),
+                f"{where}.{key}",
+                max_length=MAX_VALUE_CHARS,
+                required=False,
+            )
+        except untrusted.UntrustedInputError:
             raise McpConfigError(
                 f"{where}.{key}",
                 f"must be one line of at most {MAX_VALUE_CHARS} characters,"
                 " without control characters",
-            )
+            ) from None
         if ascii_only and not item.isascii():
             # An HTTP header's value: "clé" would fail in the client instead.
             raise McpConfigError(f"{where}.{key}", "must be ASCII (an HTTP header)")
