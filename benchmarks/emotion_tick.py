@@ -47,8 +47,9 @@ from custom_components.soul.core.emotion import dynamics as dyn
 from custom_components.soul.core.emotion.labels import PROTOTYPE, Emotion
 from custom_components.soul.core.emotion.persona import MBTI_TYPES
 from custom_components.soul.core.protocol import SYSTEM_DECAY_TICK, utc_ts
+from custom_components.soul.core.soul import Soul
 from custom_components.soul.core.soul_events import NEUTRAL_USER_EMOTION, SoulEvent
-from custom_components.soul.core.souls import Soul, SoulHub
+from custom_components.soul.core.souls import SoulHub
 from custom_components.soul.core.topics import Kind, Topics
 
 T0 = 1_700_000_000.0

@@ -38,7 +38,7 @@ from .core.chat_request import ChatError
 from .core.chat_tools import ExtraTools, tool_message
 from .core.llm import ToolCall
 from .core.reasoning import MAX_ARGUMENTS_BYTES
-from .core.souls import Soul
+from .core.soul import Soul
 from .entity import SoulDeviceEntity, async_setup_soul_entities
 from .models import SoulConfigEntry
 

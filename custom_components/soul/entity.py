@@ -18,8 +18,8 @@ from .core.protocol import InvokeResult, Skill
 from .core.registry import Change, Terminal
 from .core.sent import SentSkill
 from .core.skill_profiles import Profile
+from .core.soul import Soul
 from .core.soul_events import EmotionSnapshot, SoulEvent
-from .core.souls import Soul
 from .helpers import (
     async_invoke_or_raise,
     find_device,

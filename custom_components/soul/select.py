@@ -16,7 +16,8 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .core.protocol import Skill
 from .core.registry import Terminal
 from .core.skill_profiles import Profile, select_profile
-from .core.souls import Soul, SoulHub
+from .core.soul import Soul
+from .core.souls import SoulHub
 from .entity import (
     SkillEntity,
     TerminalEntity,

@@ -27,8 +27,8 @@ from homeassistant.helpers.event import async_track_time_interval
 from .core.emotion.dynamics import ExecMode, Mood
 from .core.emotion.labels import rounded
 from .core.registry import Change, Terminal
+from .core.soul import Soul
 from .core.soul_events import EmotionSnapshot
-from .core.souls import Soul
 from .entity import (
     SoulDeviceEntity,
     SoulEntity,

@@ -29,7 +29,7 @@ from .core.cognition.profiles import MAX_PREFERENCES, ProfileError
 from .core.invoker import MAX_ARGUMENTS_BYTES
 from .core.memory import MEMORY_TYPES, MemoryBackendError
 from .core.memory.manager import MemoryManager
-from .core.souls import (
+from .core.soul import (
     MAX_NAME_LENGTH,
     MAX_PERSONA_LENGTH,
     SoulError,

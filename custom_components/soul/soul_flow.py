@@ -34,7 +34,8 @@ from .const import (
     CONF_USER_ID,
 )
 from .core.emotion.persona import MBTI_TYPES
-from .core.souls import MAX_SOULS, InvalidSoulFieldError, validate_soul_fields
+from .core.soul import InvalidSoulFieldError, validate_soul_fields
+from .core.souls import MAX_SOULS
 from .core.topics import valid_terminal_id
 from .mcp_servers import mcp_servers
 

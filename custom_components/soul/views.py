@@ -38,7 +38,7 @@ from .core.intent_filter import (
     filter_intents,
     valid_timezone_name,
 )
-from .core.souls import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
+from .core.soul import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
 from .helpers import find_loaded_entry, find_soul
 from .journal import JournalReadError, async_read_events_json
 from .models import SoulConfigEntry

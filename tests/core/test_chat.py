@@ -20,7 +20,8 @@ from custom_components.soul.core.chat_request import (
 from custom_components.soul.core.invoker import Invoker
 from custom_components.soul.core.llm import LLMEndpoint, OpenAICompatibleLLM
 from custom_components.soul.core.reasoning import MAX_REPLY
-from custom_components.soul.core.souls import Soul, SoulHub
+from custom_components.soul.core.soul import Soul
+from custom_components.soul.core.souls import SoulHub
 from custom_components.soul.core.topics import Topics
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, tool_call
 

@@ -12,18 +12,20 @@ from custom_components.soul.core.emotion.dynamics import ExecMode
 from custom_components.soul.core.emotion.labels import Emotion
 from custom_components.soul.core.emotion.persona import persona_from_mbti
 from custom_components.soul.core.protocol import SYSTEM_DECAY_TICK
+from custom_components.soul.core.soul import (
+    NoSoulError,
+    Soul,
+    SoulError,
+    validate_soul_fields,
+)
 from custom_components.soul.core.soul_events import SoulEvent
+from custom_components.soul.core.soul_hints import HintDecision
 from custom_components.soul.core.soul_names import mixes_alphabets, name_key
 from custom_components.soul.core.souls import (
     HINT_SOUL_INTERVAL,
     MAX_SOULS,
     TICK_CHUNK,
-    HintDecision,
-    NoSoulError,
-    Soul,
-    SoulError,
     SoulHub,
-    validate_soul_fields,
 )
 from custom_components.soul.core.topics import Topics
 

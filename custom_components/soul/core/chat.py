@@ -66,7 +66,8 @@ from .reasoning import DEFAULT_MAX_ROUNDS, MAX_REPLY, Reasoner
 from .registry import TerminalRegistry
 from .session import Session
 from .sessions import Sessions
-from .souls import NoSoulError, Soul, SoulHub
+from .soul import NoSoulError, Soul
+from .souls import SoulHub
 from .topics import Flush, Kind, Publish, Topics, publish_to, sent_at_once
 from .transcript import Transcript
 from .turn import MEDIA_TYPES, Turn, reachable

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 import json
 from typing import Any
 
-from . import untrusted
 from .emotion import analyze_emotion
 from .emotion.dynamics import (
     SoulState,
@@ -28,9 +26,9 @@ from .emotion.dynamics import (
     mood_of,
 )
 from .emotion.labels import Emotion
-from .emotion.persona import MBTI_TYPES, Persona, is_mbti, persona_from_mbti
 from .logs import trace_logger
 from .protocol import utc_ts
+from .soul import MAX_NAME_LENGTH, NoSoulError, Soul, SoulError
 from .soul_events import (
     EmotionSnapshot,
     SoulEvent,
@@ -38,121 +36,21 @@ from .soul_events import (
     tick_texts,
     update_payload,
 )
-from .soul_names import mixes_alphabets, name_key, shows
+from .soul_hints import HintDecision, forged, read_hint, taken
 from .topics import QOS_RETAIN, Kind, Publish, Topics, valid_terminal_id
 
 _LOGGER = trace_logger(__name__)
 
-MAX_NAME_LENGTH = 64
-MAX_PERSONA_LENGTH = 2000
 MAX_SOULS = 100  # souls of one hub, however they are created
 MAX_SEEN = 4096  # terminal ids remembered as seen (their soul_hint was used)
-HINT_SOUL_INTERVAL = 60.0
+HINT_SOUL_INTERVAL = 60.0  # seconds between souls created from bodies' hints
 # How strongly the emotion a soul says it feels moves it (a user's: up to 1).
-EXPRESSED_INTENSITY = 0.3  # seconds between souls created from bodies' hints
-# A ``soul_hint`` word → the MBTI type of the soul it creates (docs/emotion.md).
-HINT_TYPES: dict[str, str] = {
-    "friendly": "ESFJ",
-    "warm": "ESFJ",
-    "caring": "ISFJ",
-    "gentle": "ISFP",
-    "calm": "ISTJ",
-    "serious": "ISTJ",
-    "professional": "ESTJ",
-    "cheerful": "ENFP",
-    "playful": "ENFP",
-    "lively": "ESFP",
-    "energetic": "ESFP",
-    "curious": "ENTP",
-    "witty": "ENTP",
-    "wise": "INFJ",
-    "thoughtful": "INFJ",
-    "dreamy": "INFP",
-    "logical": "INTP",
-    "analytical": "INTJ",
-    "confident": "ENTJ",
-    "practical": "ISTP",
-}
-DEFAULT_HINT_TYPE = "ENFP"
+EXPRESSED_INTENSITY = 0.3
 TICK_CHUNK = 64  # souls a tick publishes to before it yields to the event loop
 _EMOTION_UPDATE_QOS_RETAIN = QOS_RETAIN[Kind.EMOTION_UPDATE]
 
 type Recognizer = Callable[[str], Mapping[str, Any]]
 type Listener = Callable[[SoulEvent], None]
-
-
-class SoulError(ValueError):
-    """A request about souls that cannot be honoured; the text says why."""
-
-
-class NoSoulError(SoulError):
-    """The terminal has no soul bound."""
-
-
-class InvalidSoulFieldError(SoulError):
-    """One field of a soul is invalid; ``field`` names it (name, mbti_type, persona)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        """Name the field and say what is wrong."""
-        super().__init__(message)
-        self.field = field
-
-
-@dataclass(frozen=True, slots=True)
-class Soul:
-    """A named personality."""
-
-    soul_id: str
-    name: str
-    mbti: str
-    persona_text: str = ""
-    user_id: str | None = None
-    persona: Persona = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        """Derive the temperament from the MBTI type."""
-        object.__setattr__(self, "persona", persona_from_mbti(self.mbti))
-
-
-def validate_soul_fields(name: Any, mbti: Any, persona_text: Any = "") -> None:
-    """Raise ``InvalidSoulFieldError`` for the first invalid field of a soul."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidSoulFieldError("name", "name must be a non-empty string")
-    try:
-        untrusted.text(name.strip(), "name", max_length=MAX_NAME_LENGTH)
-    except untrusted.UntrustedInputError as err:
-        raise InvalidSoulFieldError("name", str(err)) from None
-    if not shows(name):
-        raise InvalidSoulFieldError("name", "name must have a character that shows")
-    if not is_mbti(mbti):
-        raise InvalidSoulFieldError(
-            "mbti_type",
-            f"mbti_type must be one of {', '.join(MBTI_TYPES)} "
-            "(optionally with -A or -T)",
-        )
-    if persona_text is None or persona_text == "":
-        return
-    if not isinstance(persona_text, str):
-        raise InvalidSoulFieldError("persona", "persona must be a string")
-    try:
-        untrusted.text(
-            persona_text,
-            "persona",
-            max_length=MAX_PERSONA_LENGTH,
-            multiline=True,
-            required=False,
-        )
-    except untrusted.UntrustedInputError as err:
-        raise InvalidSoulFieldError("persona", str(err)) from None
-
-
-@dataclass(frozen=True, slots=True)
-class HintDecision:
-    """What a terminal's first ``soul_hint`` asks for: an existing soul or a new one."""
-
-    soul_id: str | None = None
-    name: str | None = None
-    mbti: str | None = None
 
 
 def _not_published(terminal_id: str, err: Exception) -> None:
@@ -370,51 +268,22 @@ class SoulHub:
             self._on_dirty()
             return None
         hint = hint.strip()[:MAX_NAME_LENGTH]
-        folded = hint.casefold()
-        looks = name_key(hint)
-        souls = [soul for soul in self._souls.values() if visible(soul)]
-        decision: HintDecision | None = None
-        for soul in souls:
-            if folded == soul.soul_id.casefold() or looks == name_key(soul.name):
-                decision = HintDecision(soul_id=soul.soul_id)
-                break
-        if decision is None and is_mbti(hint):
-            decision = next(
-                (
-                    HintDecision(soul_id=soul.soul_id)
-                    for soul in souls
-                    if soul.mbti.split("-")[0] == hint.upper().split("-")[0]
-                ),
-                HintDecision(name=hint.upper(), mbti=hint.upper()),
-            )
-        elif decision is None:
-            decision = HintDecision(
-                name=hint, mbti=HINT_TYPES.get(folded, DEFAULT_HINT_TYPE)
-            )
+        decision = read_hint(hint, (s for s in self._souls.values() if visible(s)))
         if decision.soul_id is None and not may_create:
             return None
         self._see(terminal_id)
         self._on_dirty()
         if decision.soul_id is not None:
             return decision
-        # A soul the hint may not pick is not copied either: a same-named
-        # shared soul beside a user's private one would pass for it. (The new
-        # soul's name is the hint, upper-cased for a type: ``looks`` is its.)
-        if any(
-            looks in (soul.soul_id.casefold(), name_key(soul.name))
-            for soul in self._souls.values()
-        ):
+        name = decision.name or hint
+        # A soul the hint may not pick is not copied either.
+        if taken(name, self._souls.values()):
             _LOGGER.info(
                 "Ignored the soul_hint of %s: it names a soul the body may not use",
                 terminal_id,
             )
             return None
-        # Nor a lookalike of a name (a Cyrillic "А" in "Aria"): name_key
-        # keeps scripts apart, so it would not have been found above; nor a
-        # name that shows nothing (joiners or accents alone).
-        if decision.name is not None and (
-            mixes_alphabets(decision.name) or not shows(decision.name)
-        ):
+        if forged(name):
             _LOGGER.warning(
                 "Ignored the soul_hint of %s: its name shows nothing, or a word "
                 "of it mixes alphabets, as a lookalike of another name would",
