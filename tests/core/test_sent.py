@@ -125,7 +125,7 @@ async def test_chat_announces_nothing_it_could_not_publish() -> None:
             raise ConnectionError("broker down")
         await env.body.publish(topic, payload, qos, retain)
 
-    env.pipeline._publish = down  # the broker fails mid-turn
+    env.pipeline.intents._publish = down  # the broker fails mid-turn
     reply = await env.say("把灯调成绿色")
     assert reply["executed_skills"] == []
     assert got == []

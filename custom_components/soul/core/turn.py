@@ -70,13 +70,19 @@ class Turn:
     driver_emotion: Emotion | None = None  # what the model said it feels
     suggestion: str | None = None  # the navigator's, for this turn's prompt
     # Listeners of the soul and of the decision, told once the turn's
-    # intent_action has left (``chat.tell_held``).
+    # intent_action has left (``tell_held``).
     held: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def bodiless(self) -> bool:
         """Return whether the turn's soul speaks without a body (Assist, Star)."""
         return not self.request.terminal_id
+
+
+def tell_held(held: list[Callable[[], None]]) -> None:
+    """Tell the listeners a turn held back, in order (each at most once)."""
+    while held:
+        held.pop(0)()
 
 
 def reachable(invoker: Invoker, turn: Turn) -> bool:
