@@ -12,6 +12,7 @@ from pathlib import Path
 import subprocess
 import sys
 import time
+from typing import Any
 
 from aiohttp import web
 import pytest
@@ -375,3 +376,153 @@ def test_the_clients_resources_are_imported_with_soul() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+async def breaking_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
+    """An endpoint that starts its answer, then closes the connection or falls silent.
+
+    The model named ``silent`` falls silent after its first bytes; any other
+    has its connection closed halfway.
+    """
+
+    async def breaking(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        streamed = body.get("stream", False)
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream" if streamed else "application/json"
+            }
+        )
+        response.content_length = 10_000  # promised, never sent
+        await response.prepare(request)
+        await response.write(b'data: {"choices": [' if streamed else b'{"choices": [')
+        if body["model"] == "silent":
+            await asyncio.sleep(2)
+        else:
+            assert request.transport is not None
+            request.transport.close()
+        return response
+
+    async with _endpoint(breaking) as url:
+        yield url
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [("closing", "the answer broke off"), ("silent", "went silent for 0.3 s")],
+)
+async def test_an_answer_that_breaks_off_is_a_connection_error(
+    breaking_endpoint: str, streamed: bool, model: str, said: str
+) -> None:
+    """A server closing or falling silent inside its answer gave a 500 and a traceback.
+
+    httpx raises those while Soul reads the body, past the openai client's own
+    errors (black-box run, 2026-11-29).
+    """
+    llm = OpenAICompatibleLLM(LLMEndpoint(breaking_endpoint, model))
+    try:
+        with pytest.raises(LLMConnectionError, match=said):
+            await _ask(llm, streamed=streamed, timeout=0.3)
+    finally:
+        await llm.close()
+    gc.collect()
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+async def chattering_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
+    """An endpoint streaming, at once, many tiny events: empty ones or pieces.
+
+    The model names the events: ``empty`` (``{}``, no choice), ``pieces``
+    (content of one character) or ``arguments`` (one tool call's arguments,
+    a character an event).
+    """
+
+    async def chatter(request: web.Request) -> web.Response:
+        model = (await request.json())["model"]
+        event = {
+            "empty": {},
+            "pieces": {"choices": [{"delta": {"content": "a"}}]},
+            "arguments": {
+                "choices": [
+                    {
+                        "delta": {
+                            "tool_calls": [{"index": 0, "function": {"arguments": "b"}}]
+                        }
+                    }
+                ]
+            },
+        }[model]
+        line = f"data: {json.dumps(event)}\n\n"
+        return web.Response(
+            text=line * TINY_EVENTS + "data: [DONE]\n\n",
+            content_type="text/event-stream",
+        )
+
+    async with _endpoint(chatter) as url:
+        yield url
+
+
+TINY_EVENTS = 6_000
+
+
+@pytest.mark.parametrize("model", ["empty", "pieces", "arguments"])
+async def test_many_tiny_events_let_the_loop_run(
+    chattering_endpoint: str, model: str
+) -> None:
+    """Thousands of events sent at once were read without a turn of the loop between.
+
+    200,000 ``data: {}`` events held it 0.3 s (black-box run, 2026-11-29). A
+    task that runs at every turn of the loop sees at most
+    EVENTS_BETWEEN_YIELDS pieces arrive between two of its turns. A stream
+    with no choice at all is no completion.
+    """
+    llm = OpenAICompatibleLLM(LLMEndpoint(chattering_endpoint, model))
+    received = 0
+    widest = 0  # the most pieces that arrived between two turns of the loop
+    reading = True
+
+    async def watch() -> None:
+        nonlocal widest
+        seen = 0
+        while reading:
+            widest = max(widest, received - seen)
+            seen = received
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(watch())
+    last: Any = None
+    try:
+        if model == "empty":
+            with pytest.raises(LLMResponseError, match="did not stream a chat"):
+                await _ask(llm, streamed=True)
+        else:
+            async for piece in llm.stream([{"role": "user", "content": "hi"}]):
+                last = piece
+                received += 1
+    finally:
+        reading = False
+        await watcher
+        await llm.close()
+    if model == "pieces":
+        assert last.content == "a" * TINY_EVENTS
+        assert received == TINY_EVENTS + 1
+    elif model == "arguments":
+        assert last.tool_calls[0].arguments == "b" * TINY_EVENTS
+    if model == "pieces":
+        assert 0 < widest <= llm_module.EVENTS_BETWEEN_YIELDS + 1
+
+
+@pytest.mark.parametrize(
+    "body", ["<html><body>502 Bad Gateway</body></html>", "", "data: [DONE]\n\n"]
+)
+async def test_a_stream_that_is_no_completion_is_a_response_error(
+    fake_llm: FakeOpenAI, make_llm: Callable[..., OpenAICompatibleLLM], body: str
+) -> None:
+    """A 200 page streamed became a silent empty reply (black-box run, 2026-11-29)."""
+    fake_llm.raw(body, "text/event-stream")
+    with pytest.raises(LLMResponseError, match="did not stream a chat completion"):
+        await _ask(make_llm(fake_llm.base_url), streamed=True)

@@ -33,6 +33,10 @@ MAX_TOOL_NAME = 128
 MAX_COMPLETION_BYTES = 2 * 1024 * 1024  # one chat completion, as read from the wire
 MAX_EVENT_BYTES = 256 * 1024  # one server-sent event of a streamed completion
 MAX_STREAM_CALLS = 32  # tool calls assembled from one streamed completion
+# Events of a streamed completion read between two turns of the event loop: a
+# server that sends thousands of tiny events at once held it 0.3 s (black-box
+# run, 2026-11-29), since decoding a small event never waits.
+EVENTS_BETWEEN_YIELDS = 256
 # A completion, its one retry included, ends within this many times its
 # timeout: the timeout bounds each wait, and an endpoint that drips a byte a
 # second never lets one run out (a hostile model held a turn 200 s).
@@ -158,6 +162,8 @@ class OpenAICompatibleLLM:
             raise LLMAuthError(_said(err)) from err
         except (openai.OpenAIError, AnswerRefusedError) as err:
             raise LLMConnectionError(_said(err)) from err
+        except httpx.HTTPError as err:
+            raise LLMConnectionError(_broke(err, VERIFY_TIMEOUT)) from err
 
     async def chat(
         self,
@@ -206,6 +212,8 @@ class OpenAICompatibleLLM:
             raise LLMRequestRejectedError(_said(err)) from err
         except (openai.OpenAIError, AnswerRefusedError) as err:
             raise _unusable(err) from err
+        except httpx.HTTPError as err:  # the answer broke off, after its headers
+            raise LLMConnectionError(_broke(err, timeout)) from err
         try:
             # At most MAX_JSON_VALUES values: even in a thread the decoder holds
             # the GIL while it builds them (a million zeros held the loop 0.1 s).
@@ -272,6 +280,8 @@ class OpenAICompatibleLLM:
             raise LLMRequestRejectedError(_said(err)) from err
         except (openai.OpenAIError, AnswerRefusedError) as err:
             raise _unusable(err) from err
+        except httpx.HTTPError as err:  # the answer broke off, after its headers
+            raise LLMConnectionError(_broke(err, timeout)) from err
         yield assembly.reply()
 
 
@@ -292,6 +302,19 @@ def _said(err: Exception) -> str:
     if isinstance(body, str) and body and body not in said:
         said = f"{said} - {body}"
     return untrusted.clean(said, MAX_ERROR_TEXT, multiline=False)
+
+
+def _broke(err: httpx.HTTPError, timeout: float) -> str:
+    """Say why an answer broke off: the endpoint went silent, or the connection broke.
+
+    The openai client turns a failed request into its own errors, but not
+    what fails while Soul reads the answer's body: a server that closes the
+    connection or goes silent halfway gave a 500 and a traceback.
+    """
+    if isinstance(err, httpx.TimeoutException):
+        return f"the endpoint went silent for {timeout:g} s during its answer"
+    said = untrusted.clean(str(err), MAX_ERROR_TEXT, multiline=False)
+    return f"the answer broke off: {type(err).__name__}" + (f": {said}" if said else "")
 
 
 def _unusable(err: Exception) -> LLMError:
@@ -324,6 +347,7 @@ async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[An
     """Yield the decoded ``data:`` events of a stream, within the size limits."""
     buffer = bytearray()
     total = 0
+    events = 0
     async for chunk in chunks:
         total += len(chunk)
         if total > MAX_COMPLETION_BYTES:
@@ -339,6 +363,9 @@ async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[An
             data = line[5:].strip()
             if data == b"[DONE]":
                 return
+            events += 1
+            if events % EVENTS_BETWEEN_YIELDS == 0:
+                await asyncio.sleep(0)
             try:
                 yield await untrusted.loads_off_loop(
                     data,
@@ -360,8 +387,11 @@ class _Assembly:
 
     def __init__(self) -> None:
         self.content: list[str] = []
-        self.calls: dict[int, dict[str, str]] = {}
+        # By index: id, name, and the arguments' pieces (joined once, at the
+        # end: adding each piece to a string copied it whole every time).
+        self.calls: dict[int, tuple[list[str], list[str]]] = {}
         self.usage: dict[str, int] = {}
+        self.chosen = False  # an event had a choice: a chat completion's stream
 
     def add(self, event: Any) -> str | None:
         """Take one event; return its piece of content, if any."""
@@ -372,6 +402,7 @@ class _Assembly:
         choices = event.get("choices")
         if not isinstance(choices, list) or not choices:
             return None
+        self.chosen = True
         delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
         if not isinstance(delta, dict):
             return None
@@ -380,17 +411,15 @@ class _Assembly:
                 continue
             if raw["index"] not in self.calls and len(self.calls) >= MAX_STREAM_CALLS:
                 continue
-            call = self.calls.setdefault(
-                raw["index"], {"id": "", "name": "", "arguments": ""}
-            )
+            named, arguments = self.calls.setdefault(raw["index"], (["", ""], []))
             if isinstance(raw.get("id"), str):
-                call["id"] = raw["id"][:MAX_CALL_ID]
+                named[0] = raw["id"][:MAX_CALL_ID]
             function = raw.get("function")
             if isinstance(function, dict):
                 if isinstance(function.get("name"), str):
-                    call["name"] = (call["name"] + function["name"])[:MAX_TOOL_NAME]
+                    named[1] = (named[1] + function["name"])[:MAX_TOOL_NAME]
                 if isinstance(function.get("arguments"), str):
-                    call["arguments"] += function["arguments"]
+                    arguments.append(function["arguments"])
         content = delta.get("content")
         if isinstance(content, str) and content:
             self.content.append(content)
@@ -398,12 +427,18 @@ class _Assembly:
         return None
 
     def reply(self) -> ModelReply:
-        """Return the whole completion."""
+        """Return the whole completion; raise when no event held a choice.
+
+        A 200 answer of an HTML page, or of events without choices, is not a
+        completion: it became a silent empty reply (black-box run, 2026-11-29).
+        """
+        if not self.chosen:
+            raise LLMResponseError("the endpoint did not stream a chat completion")
         return ModelReply(
             "".join(self.content) or None,
             tuple(
-                ToolCall(c["id"], c["name"], c["arguments"])
-                for _index, c in sorted(self.calls.items())
+                ToolCall(named[0], named[1], "".join(arguments))
+                for _index, (named, arguments) in sorted(self.calls.items())
             ),
             self.usage,
         )
