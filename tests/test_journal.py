@@ -309,6 +309,11 @@ async def test_the_logbook_tells_what_happened_in_words(
         Fired({"soul_id": soul_id, "exec_mode": "blocked"})
     )
     assert mode["message"] == "now refuses to act"
+    # The navigator's words come from one user's conversation: not for all.
+    grow = describers[EVENT_EVOLUTION_REQUEST](
+        Fired({"soul_id": soul_id, "request": "my door code is 4711"})
+    )
+    assert grow["message"] == "wishes it could grow"
 
 
 async def test_the_navigator_runs_in_home_assistant(

@@ -83,10 +83,13 @@ def async_describe_events(
 
     @callback
     def evolution_request(event: Event) -> dict[str, str]:
-        data = event.data
+        # Not the request itself: the navigator's model wrote it from one
+        # user's conversation, and every user reads the logbook (black box,
+        # 2026-11-29). Automations read it from the event; the journal keeps
+        # it for the conversation's user and administrators.
         return {
-            LOGBOOK_ENTRY_NAME: soul_name(data),
-            LOGBOOK_ENTRY_MESSAGE: f"wishes it could grow: {data.get('request')}",
+            LOGBOOK_ENTRY_NAME: soul_name(event.data),
+            LOGBOOK_ENTRY_MESSAGE: "wishes it could grow",
         }
 
     async_describe_event(DOMAIN, EVENT_USER_EMOTION, user_emotion)

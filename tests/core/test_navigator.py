@@ -120,8 +120,15 @@ async def test_every_nth_turn_reflects_and_the_advice_is_applied(
     situation = json.loads(navigator_request["messages"][1]["content"])
     assert situation["conversation"][-1]["role"] == "assistant"
     assert set(situation["psyche"]) >= {"pleasure", "arousal", "dominance"}
-    # The suggestion joins the next model turns, then expires.
+    # The suggestion joins the next model turns of its session only, then
+    # expires: another user's session with the same soul never reads it (it
+    # may repeat what u1 said; black box, 2026-11-29).
     wired.navigator.every_turns = 1000  # no other run meanwhile
+    fake_llm.reply("好。")
+    await env.say("你好吗？", user_id="u2", session_id="s2")
+    assert (
+        ADVICE["suggestion"] not in fake_llm.chat_requests[-1]["messages"][0]["content"]
+    )
     for _ in range(SUGGESTION_TURNS + 1):
         fake_llm.reply("好。")
         await env.say("你好吗？", user_id="u1")

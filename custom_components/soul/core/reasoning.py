@@ -111,7 +111,7 @@ class Reasoner:
         self.profiles: ProfileStore | None = None
         # Tools a soul has beyond its body (its MCP servers' tools, docs/mcp.md).
         self.soul_tools: Callable[[str], ExtraTools | None] = lambda _soul_id: None
-        # The navigator's current suggestion for a soul (one model turn's worth).
+        # The navigator's current suggestion for a session (one model turn's worth).
         self.suggestion: Callable[[str], str | None] = lambda _soul_id: None
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self._on_no_model = on_no_model
@@ -173,7 +173,7 @@ class Reasoner:
             ]
             tools += extra
             informed.update(t["function"]["name"] for t in extra)
-        turn.suggestion = self.suggestion(turn.session.soul_id)
+        turn.suggestion = self.suggestion(turn.session.session_id)
         rounds = self.max_rounds if self.follow_up else 2
         messages: list[dict[str, Any]] = []
         for round_no in range(rounds):

@@ -9,8 +9,10 @@ the soul's psyche, the user's profile and recalled memories and answers the
 spec's JSON ``{"suggestion", "psyche_delta", "memory_archival",
 "evolution_request"}``:
 
-- ``suggestion`` joins the F-brain's prompts for the soul's next
-  ``SUGGESTION_TURNS`` model turns (a ``navigator_suggestion`` event);
+- ``suggestion`` joins the F-brain's prompts for the next
+  ``SUGGESTION_TURNS`` model turns of the session it was drawn from, never
+  another's: it may repeat what that user said (a ``navigator_suggestion``
+  event);
 - ``psyche_delta`` moves the PAD, each axis by at most ``MAX_DELTA`` (a
   ``psyche_update`` with reason ``navigator``);
 - ``memory_archival: true`` archives the session now;
@@ -51,6 +53,7 @@ DEFAULT_EVERY_TURNS = 5
 DEFAULT_SWING = 0.5
 DEFAULT_TIMEOUT = 20.0
 SUGGESTION_TURNS = 3
+MAX_HELD_SUGGESTIONS = 256  # sessions whose suggestion waits for their next turn
 MAX_DELTA = 0.2  # per axis, per run
 MAX_SUGGESTION = 500
 MAX_EVOLUTION = 200
@@ -204,6 +207,7 @@ class Navigator:
         self.timeout = timeout
         self._turns: dict[str, int] = {}
         self._running: set[str] = set()
+        # Session id → [suggestion, model turns left], oldest first.
         self._suggestions: dict[str, list[Any]] = {}
         self.structured: bool | None = None
         self.runs = 0
@@ -232,14 +236,19 @@ class Navigator:
             self._spawn(self.run(session, reason))
         return reason
 
-    def suggestion_for(self, soul_id: str) -> str | None:
-        """Return the soul's current suggestion for one more model turn, if any."""
-        held = self._suggestions.get(soul_id)
+    def suggestion_for(self, session_id: str) -> str | None:
+        """Return the session's current suggestion for one more model turn, if any.
+
+        A suggestion is drawn from one session (its user's words, profile and
+        memories) and given to that session only: keyed by soul, the next
+        turns of every user of a shared soul read it (black box, 2026-11-29).
+        """
+        held = self._suggestions.get(session_id)
         if not held:
             return None
         text, left = held
         if left <= 1:
-            del self._suggestions[soul_id]
+            del self._suggestions[session_id]
         else:
             held[1] = left - 1
         return str(text)
@@ -346,7 +355,11 @@ class Navigator:
             session.terminal_id or None, trace_id, user_id=session.user_id,
         )  # fmt: skip
         if advice.suggestion:
-            self._suggestions[soul_id] = [advice.suggestion, SUGGESTION_TURNS]
+            held = self._suggestions
+            held.pop(session.session_id, None)
+            held[session.session_id] = [advice.suggestion, SUGGESTION_TURNS]
+            while len(held) > MAX_HELD_SUGGESTIONS:  # sessions that never came back
+                del held[next(iter(held))]
             trace.emit(
                 EventType.NAVIGATOR_SUGGESTION,
                 Source.NAVIGATOR,
