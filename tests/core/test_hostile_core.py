@@ -357,3 +357,23 @@ def test_a_line_holds_no_invisible_formatting(char: str) -> None:
     assert untrusted.text(f"a{char}b", "text", max_length=64, multiline=True)
     # Right-to-left text itself is a line like any other.
     assert untrusted.is_text("שלום עולם", 64) and untrusted.is_text("مرحبا", 64)
+
+
+@pytest.mark.parametrize(
+    "char", ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067",
+             "\u2068", "\u2069"]
+)  # fmt: skip
+def test_shown_free_text_loses_what_reorders_it(char: str) -> None:
+    """A model's "\u202egnp.exe" showed as "exe.png" in Assist and the panel (black box).
+
+    Free text Soul cannot refuse but shows (``clean``) loses the embeddings,
+    overrides and isolates; a user's own text (``text``) keeps them.
+    """
+    assert untrusted.clean(f"see {char}gnp.exe", 64) == "see \ufffdgnp.exe"
+    assert untrusted.text(f"a{char}b", "text", max_length=64, multiline=True)
+
+
+@pytest.mark.parametrize("char", ["\u200e", "\u200f", "\u061c", "\t", "\n"])
+def test_shown_free_text_keeps_the_marks_and_lines(char: str) -> None:
+    """The marks reorder nothing; right-to-left words are text like any other."""
+    assert untrusted.clean(f"שלום{char}עולם", 64) == f"שלום{char}עולם"

@@ -80,6 +80,16 @@ _BAD_IN_LINE = re.compile(
 )
 # What free text (a chat message, a persona) may not contain: tab, LF, CR are fine.
 _BAD_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+# What free text Soul cannot refuse but shows (a model's reply, a body's
+# description) loses as well: the bidirectional embeddings, overrides and
+# isolates, which reorder what follows them ("\u202egnp.exe" shows as
+# "exe.png" in Assist and the panel: black box, 2026-11-29). A user's own
+# text keeps them (it may quote right-to-left text, and shows to that user
+# and administrators); the marks (LRM, RLM, ALM) stay, as they reorder
+# nothing.
+_BAD_IN_SHOWN_TEXT = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -176,11 +186,15 @@ def markdown_inert(value: str) -> str:
 
 
 def clean(value: Any, max_length: int, *, multiline: bool = True) -> str:
-    """Return ``value`` as storable text: bad characters replaced, cut to length."""
+    """Return ``value`` as storable text: bad characters replaced, cut to length.
+
+    In free text (``multiline``) the bidirectional embeddings, overrides and
+    isolates are bad characters too (``_BAD_IN_SHOWN_TEXT``).
+    """
     if not isinstance(value, str):
         value = "" if value is None else str(value)
     value = value[:max_length]
-    return (_BAD_IN_TEXT if multiline else _BAD_IN_LINE).sub("\ufffd", value)
+    return (_BAD_IN_SHOWN_TEXT if multiline else _BAD_IN_LINE).sub("\ufffd", value)
 
 
 def _too_deep(value: Any, max_depth: int) -> bool:
