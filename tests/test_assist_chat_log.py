@@ -205,3 +205,37 @@ async def test_a_json_answer_streams_its_reply_only(
     shown = json.dumps([getattr(c, "content", None) for c in content])
     assert answer["inner_voice"] not in shown
     assert '"emotion"' not in shown
+
+
+async def test_a_reply_shows_no_image_nor_tag(
+    hass: HomeAssistant,
+    fake_llm: FakeOpenAI,
+    body: Body,  # noqa: F811
+) -> None:
+    """A model's image made every reader's browser fetch its address (black box).
+
+    The fake streams the reply in two halves, cut between "!" and "[": the
+    pair is still found. A link stays a link.
+    """
+    tail = "[m](http://evil.example/a.png) <img src=x> [ok](http://a.example) a<b"
+    head = "Look" + "!"
+    head = "x" * (len(tail) - len(head)) + head  # the halves meet at "!" | "["
+    fake_llm.reply(head + tail)
+    arrived: list[dict[str, Any]] = []
+    with (
+        chat_session.async_get_chat_session(hass) as session,
+        conversation.async_get_chat_log(
+            hass, session, chat_log_delta_listener=lambda _log, d: arrived.append(d)
+        ),
+    ):
+        result = await conversation.async_converse(
+            hass, "Show me", session.conversation_id, Context(), "en", agent_id=AGENT
+        )
+    tamed = (
+        head
+        + "［m](http://evil.example/a.png) ＜img src=x> [ok](http://a.example) a＜b"
+    )
+    assert result.response.speech["plain"]["speech"] == tamed
+    assert "".join(d.get("content") or "" for d in arrived) == tamed
+    content = _content(hass, result.conversation_id)
+    assert content[-1].content == tamed

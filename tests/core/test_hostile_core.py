@@ -9,6 +9,7 @@ same inputs through Home Assistant.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -17,6 +18,7 @@ import orjson
 import pytest
 
 from custom_components.soul.core import untrusted
+from custom_components.soul.core.chat_phrases import normalize_reply
 from custom_components.soul.core.chat_request import ChatError, parse_chat_request
 from custom_components.soul.core.intent_filter import (
     IntentFilterError,
@@ -30,6 +32,7 @@ from custom_components.soul.core.safe_regex import (
     search,
 )
 from custom_components.soul.core.star.hub import Identity, StarHub
+from custom_components.soul.core.transcript import ReplyStream
 
 from ..hostile import hostile_text, json_values, mutated, raw_payloads
 from .spec_payloads import CATALOG, SKILLS
@@ -377,3 +380,40 @@ def test_shown_free_text_loses_what_reorders_it(char: str) -> None:
 def test_shown_free_text_keeps_the_marks_and_lines(char: str) -> None:
     """The marks reorder nothing; right-to-left words are text like any other."""
     assert untrusted.clean(f"שלום{char}עולם", 64) == f"שלום{char}עולם"
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        ("![m](http://e.example/a.png)", "!［m](http://e.example/a.png)"),
+        ("<img src=x onerror=alert(1)>", "＜img src=x onerror=alert(1)>"),
+        ("</p><script>x</script>", "＜/p>＜script>x＜/script>"),
+        ("<!-- hidden -->", "＜!-- hidden -->"),
+        ("[a link](http://a.example) stays", "[a link](http://a.example) stays"),
+        ("1 < 2, a<-b, 3 > 2!", "1 < 2, a<-b, 3 > 2!"),
+    ],
+)
+def test_a_models_markdown_makes_no_image_nor_tag(said: str, shown: str) -> None:
+    assert untrusted.markdown_tame(said) == shown
+
+
+@given(st.text(alphabet="!<[ab/", max_size=24), st.data())
+def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) -> None:
+    """Wherever the stream cuts the reply, the pieces sent are the whole reply tamed."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    sent: list[str] = []
+
+    class Sink:
+        async def text(self, piece: str) -> None:
+            sent.append(piece)
+
+    async def run() -> None:
+        stream = ReplyStream(Sink())  # type: ignore[arg-type]
+        for piece in pieces:
+            await stream.add(piece)
+        await stream.end()
+
+    asyncio.run(run())
+    if normalize_reply(text):
+        assert "".join(sent) == untrusted.markdown_tame(text)

@@ -359,7 +359,11 @@ class ChatPipeline:
                 trace.psyche_update(
                     moved_from, moved, "driver_emotion", emotion=turn.driver_emotion
                 )
-        reply = untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
+        # A model's Markdown shows no image or tag (``markdown_tame``), as
+        # its streamed pieces did; Soul's own phrases are inert already.
+        reply = untrusted.markdown_tame(
+            untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
+        )
         if reply:
             session.add_turn("assistant", reply)
         if transcript is not None:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from .chat_phrases import normalize_reply
 from .chat_tools import ExtraTools
 from .llm import ToolCall
+from .untrusted import MARKDOWN_TAME_HOLD, markdown_tame
 
 # The longest form of a reply that says nothing ("<NO_REPLY>", "[NO_REPLY]").
 _HOLD = len("[NO_REPLY]") + 2
@@ -66,7 +67,10 @@ class ReplyStream:
 
     A reply of just ``NO_REPLY`` (or ``<NO_REPLY>``, ``[NO_REPLY]``) says
     nothing (§4.2.2), so nothing of it may be streamed: the first characters
-    wait until the text can no longer be one of those forms.
+    wait until the text can no longer be one of those forms. What is sent is
+    tamed (``untrusted.markdown_tame``: no image, no HTML tag), as the whole
+    reply is; a piece's last ``!`` or ``<`` waits for the next piece, which
+    decides whether it begins an image or a tag.
     """
 
     def __init__(self, transcript: Transcript) -> None:
@@ -78,19 +82,24 @@ class ReplyStream:
 
     async def add(self, piece: str) -> None:
         """Take the next piece of the reply."""
-        if self._released:
-            await self._send(piece)
-            return
         self._held += piece
-        if len(self._held.strip()) >= _HOLD or not _could_say_nothing(self._held):
-            self._released = True
-            held, self._held = self._held, ""
-            await self._send(held)
+        if not self._released and (
+            len(self._held.strip()) < _HOLD and _could_say_nothing(self._held)
+        ):
+            return
+        self._released = True
+        held, self._held = self._held, ""
+        tamed = markdown_tame(held)  # the same length: one character for one
+        if held.endswith(MARKDOWN_TAME_HOLD):
+            # Its own form depends on nothing after it ("!" stays, a last "<"
+            # opens no tag yet); what follows it may change.
+            tamed, self._held = tamed[:-1], held[-1]
+        await self._send(tamed)
 
     async def end(self) -> None:
         """Close the message: send what was held, unless it says nothing."""
-        if not self._released and normalize_reply(self._held):
-            await self._send(self._held)
+        if self._released or normalize_reply(self._held):
+            await self._send(markdown_tame(self._held))
         self._held, self._released = "", False
 
     async def _send(self, text: str) -> None:

@@ -167,6 +167,9 @@ def is_text(value: Any, max_length: int) -> bool:
 # the reply was shown (a black-box run, 2026-11-29); Home Assistant's Markdown
 # keeps an <img src> too.
 _INERT_IN_MARKDOWN = str.maketrans({"[": "［", "]": "］", "<": "＜", ">": "＞"})
+# What makes an image or an HTML tag of a model's Markdown (``markdown_tame``).
+_TAMED = re.compile(r"!\[|<(?=[A-Za-z/!?])")
+MARKDOWN_TAME_HOLD = ("!", "<")  # a piece ending so may begin a pair
 
 
 def shortened(value: str, limit: int) -> str:
@@ -183,6 +186,25 @@ def markdown_inert(value: str) -> str:
     Markdown or HTML.
     """
     return value.translate(_INERT_IN_MARKDOWN)
+
+
+def markdown_tame(value: str) -> str:
+    """Return a model's Markdown without images or HTML tags; its links stay.
+
+    Home Assistant renders a reply as Markdown with HTML, and the browser
+    fetches an image as soon as it is shown: a model that read a hostile
+    body's, server's or page's words could put what it knows into an image's
+    address, and every reader's browser would send it there (black box,
+    2026-11-29: 17 requests to evil.example for 3 replies). ``![`` becomes
+    ``!［`` and a ``<`` that opens a tag becomes ``＜``; a link still needs a
+    click. The pairs are decided by two characters, so a stream whose piece
+    ends in ``!`` or ``<`` holds that character back (``MARKDOWN_TAME_HOLD``).
+    """
+    return _TAMED.sub(_tame, value) if ("![" in value or "<" in value) else value
+
+
+def _tame(match: re.Match[str]) -> str:
+    return "!［" if match.group() == "![" else "＜"
 
 
 def clean(value: Any, max_length: int, *, multiline: bool = True) -> str:
