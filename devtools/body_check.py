@@ -53,8 +53,9 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from custom_components.soul.core.protocol import IntentCatalogSnapshot, SkillsSnapshot
-from custom_components.soul.core.registry import Prepared, TerminalRegistry
+from custom_components.soul.core.registry import TerminalRegistry
 from custom_components.soul.core.skill_profiles import Profile, profile
+from custom_components.soul.core.terminal import Prepared
 from custom_components.soul.core.topics import Kind
 from devtools.broker import add_broker_arguments
 

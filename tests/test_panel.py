@@ -17,7 +17,7 @@ from pytest_homeassistant_custom_component.typing import (
 
 from custom_components.soul import panel
 from custom_components.soul.core.body_stats import DecisionLog, InvokeStats
-from custom_components.soul.core.registry import Decision
+from custom_components.soul.core.terminal import Decision
 from custom_components.soul.websocket_panel import MAX_SOUL_SUBSCRIPTIONS
 
 from .test_terminals import T, announce

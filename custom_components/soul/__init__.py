@@ -31,8 +31,8 @@ from .const import (
 from .core import untrusted
 from .core.cognition.notices import watch_bodies, watch_memory
 from .core.llm import LLMAuthError, LLMConnectionError, OpenAICompatibleLLM
-from .core.registry import Change, Terminal
 from .core.soul import MAX_NAME_LENGTH
+from .core.terminal import Change, Terminal
 from .core.topics import valid_terminal_id
 from .helpers import find_device, now_timestamp, soul_id_of_device, terminal_device_info
 from .journal import async_close_journal

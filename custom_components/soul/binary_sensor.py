@@ -16,7 +16,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DOMAIN, MEMORY_NONE
 from .core.mcp.connection import CONNECTED
-from .core.registry import Terminal
+from .core.terminal import Terminal
 from .entity import SoulEntity, TerminalEntity, async_setup_terminal_entities
 from .helpers import entry_settings
 from .mcp_servers import mcp_servers, signal_mcp_changed

@@ -15,11 +15,11 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DOMAIN
 from .core.protocol import InvokeResult, Skill
-from .core.registry import Change, Terminal
 from .core.sent import SentSkill
 from .core.skill_profiles import Profile
 from .core.soul import Soul
 from .core.soul_events import EmotionSnapshot, SoulEvent
+from .core.terminal import Change, Terminal
 from .helpers import (
     async_invoke_or_raise,
     find_device,

@@ -7,8 +7,8 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.emotion.labels import LABELS, group_of
-from .core.registry import Terminal
 from .core.soul_events import SoulEvent
+from .core.terminal import Terminal
 from .entity import TerminalEntity, async_setup_terminal_entities
 from .models import SoulConfigEntry
 

@@ -22,11 +22,11 @@ from .const import DOMAIN, TITLE
 from .core import untrusted
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
-from .core.registry import Terminal
 from .core.soul import Soul
 from .core.soul_names import name_key
 from .core.souls import SoulHub
 from .core.star.hub import Identity
+from .core.terminal import Terminal
 from .core.topics import valid_terminal_id
 from .models import SoulConfigEntry
 

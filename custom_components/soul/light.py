@@ -24,7 +24,6 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import color as color_util
 
 from .core.protocol import Skill
-from .core.registry import Terminal
 from .core.skill_profiles import (
     Brightness,
     LightProfile,
@@ -32,6 +31,7 @@ from .core.skill_profiles import (
     Profile,
     light_profile,
 )
+from .core.terminal import Terminal
 from .entity import SkillEntity, async_setup_terminal_entities, skill_entities
 from .models import SoulConfigEntry
 

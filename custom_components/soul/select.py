@@ -14,10 +14,10 @@ from homeassistant.exceptions import Unauthorized
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .core.protocol import Skill
-from .core.registry import Terminal
 from .core.skill_profiles import Profile, select_profile
 from .core.soul import Soul
 from .core.souls import SoulHub
+from .core.terminal import Terminal
 from .entity import (
     SkillEntity,
     TerminalEntity,

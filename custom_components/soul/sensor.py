@@ -26,9 +26,9 @@ from homeassistant.helpers.event import async_track_time_interval
 
 from .core.emotion.dynamics import ExecMode, Mood
 from .core.emotion.labels import rounded
-from .core.registry import Change, Terminal
 from .core.soul import Soul
 from .core.soul_events import EmotionSnapshot
+from .core.terminal import Change, Terminal
 from .entity import (
     SoulDeviceEntity,
     SoulEntity,

@@ -38,10 +38,10 @@ from .core.access import Principal
 from .core.emotion.dynamics import ExecMode
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
-from .core.registry import Change, Terminal
 from .core.soul import Soul, SoulError
 from .core.soul_events import SoulEvent
 from .core.souls import MAX_SOULS, SoulHub
+from .core.terminal import Change, Terminal
 from .helpers import (
     find_device,
     signal_souls_changed,

@@ -40,9 +40,9 @@ from .const import DOMAIN
 from .core.access import AccessError, Principal
 from .core.body_stats import DecisionLog
 from .core.chat_request import MAX_ID, MAX_TEXT, ChatError
-from .core.registry import Change, Terminal
 from .core.soul import Soul
 from .core.soul_events import SoulEvent
+from .core.terminal import Change, Terminal
 from .models import SoulConfigEntry
 from .streams import loaded_entry_for, refused_beyond, track_stream
 

@@ -14,10 +14,10 @@ import pytest
 
 from custom_components.soul.core.chat import ChatPipeline
 from custom_components.soul.core.invoker import Invoker
-from custom_components.soul.core.registry import Change, Terminal
 from custom_components.soul.core.soul import Soul
 from custom_components.soul.core.soul_events import SoulEvent
 from custom_components.soul.core.souls import SoulHub
+from custom_components.soul.core.terminal import Change, Terminal
 from custom_components.soul.core.topics import Topics
 from custom_components.soul.core.turn import tell_held
 

@@ -17,11 +17,10 @@ from custom_components.soul.core.registry import (
     HEARTBEAT_TOLD_EVERY,
     MAX_SKILL_ENTITIES,
     MAX_UNREGISTERED,
-    Change,
-    Terminal,
     TerminalRegistry,
 )
 from custom_components.soul.core.skill_profiles import Profile, profile
+from custom_components.soul.core.terminal import Change, Terminal
 from custom_components.soul.core.topics import Kind
 
 from .spec_payloads import catalog, skills

@@ -15,7 +15,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
-from .registry import Decision
+from .terminal import Decision
 
 MAX_TERMINALS = 1024
 MAX_DECISIONS = 10

@@ -28,7 +28,8 @@ from typing import Any
 
 from .buckets import TokenBuckets
 from .logs import trace_logger
-from .registry import Prepared, TerminalRegistry
+from .registry import TerminalRegistry
+from .terminal import Prepared
 from .topics import Kind
 
 _LOGGER = trace_logger(__name__)

@@ -17,8 +17,9 @@ from .protocol import (
     parse_result,
 )
 from .random_ids import uuid4_hex
-from .registry import Terminal, TerminalRegistry
+from .registry import TerminalRegistry
 from .sent import SentSkill, SentSkills
+from .terminal import Terminal
 from .topics import QOS_RETAIN, Kind, Publish, Topics
 
 _LOGGER = trace_logger(__name__)

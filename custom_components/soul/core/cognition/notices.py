@@ -13,8 +13,9 @@ from typing import Any
 
 from ..logs import current_trace_id
 from ..memory.manager import MemoryManager
-from ..registry import Change, Terminal, TerminalRegistry
+from ..registry import TerminalRegistry
 from ..souls import SoulHub
+from ..terminal import Change, Terminal
 from .events import Event, EventBus, EventType, Source, new_trace_id
 from .trace import psyche_state
 
