@@ -58,7 +58,7 @@ from benchmarks.hostile_mcp import mcp_messages
 from benchmarks.hostile_meter import BUDGET_MS, Meter, Section, Ticker
 from benchmarks.hostile_regex import regexes
 from benchmarks.hostile_star import star_frames
-from custom_components.soul.core import json_schema, safe_regex
+from custom_components.soul.core import json_schema, regex_chars, safe_regex
 from custom_components.soul.core.intent_filter import clear_compile_cache
 
 # -- report ------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ def clear_caches() -> None:
     """Empty the product's compile caches, so one class does not warm the next."""
     clear_compile_cache()
     safe_regex.check_untrusted.cache_clear()  # the checked (and compiled) patterns
-    safe_regex.first_chars.cache_clear()
+    regex_chars.first_chars.cache_clear()
     json_schema._compile_schema.cache_clear()  # noqa: SLF001
     gc.collect()
 

@@ -14,6 +14,7 @@ import pytest
 import regex
 
 from custom_components.soul.core import safe_regex
+from custom_components.soul.core.regex_chars import first_chars
 from custom_components.soul.core.safe_regex import (
     MAX_PATTERN_LENGTH,
     RegexBudgetError,
@@ -23,7 +24,6 @@ from custom_components.soul.core.safe_regex import (
     check_untrusted,
     compile_untrusted,
     deferred_compile_seconds,
-    first_chars,
     search,
 )
 

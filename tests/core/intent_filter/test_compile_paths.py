@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.soul.core import safe_regex, shared as shared_module
+from custom_components.soul.core import regex_chars, safe_regex, shared as shared_module
 from custom_components.soul.core.intent_filter import (
     IntentFilterError,
     catalog as catalog_module,
@@ -186,7 +186,7 @@ def _expansion_before(items: Any, limit: int) -> int:
     """``safe_regex._expansion`` as it was (the reference)."""
     total = 0
     for op, arg in getattr(items, "data", items):
-        if op in safe_regex._REPEATS:
+        if op in regex_chars.REPEATS:
             low, _high, body = arg
             total += max(1, low) * _expansion_before(body, limit)
         elif op is sre_constants.SUBPATTERN:
@@ -219,8 +219,8 @@ def test_pattern_checks_read_patterns_as_before(seed: int) -> None:
     rng = random.Random(seed)  # noqa: S311 - reproducible test data, not secrets
     for _ in range(3000):
         pattern = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 8)))
-        assert safe_regex._read_apart(pattern) == (
-            "[:" in pattern or "{" in safe_regex._REPEAT_BRACES.sub("", pattern)
+        assert regex_chars.read_apart(pattern) == (
+            "[:" in pattern or "{" in regex_chars._REPEAT_BRACES.sub("", pattern)
         )
         assert (safe_regex._SET_OPERATOR.search(pattern) is not None) == any(
             operator in pattern for operator in safe_regex._SET_OPERATORS

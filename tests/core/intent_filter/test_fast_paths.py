@@ -28,12 +28,8 @@ from custom_components.soul.core.intent_filter import (
 from custom_components.soul.core.intent_filter.catalog import CACHE_SIZE
 from custom_components.soul.core.intent_filter.entries import fold, fold_all
 from custom_components.soul.core.intent_filter.reading import Context
-from custom_components.soul.core.safe_regex import (
-    RegexBudgetError,
-    budget,
-    first_chars,
-    search,
-)
+from custom_components.soul.core.regex_chars import first_chars
+from custom_components.soul.core.safe_regex import RegexBudgetError, budget, search
 from custom_components.soul.core.trie_regex import alternation, compile_keywords
 
 from .marker_source import marker_words

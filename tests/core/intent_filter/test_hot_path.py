@@ -1,7 +1,7 @@
 """The warm path's shortcuts answer as the plain code does.
 
 A pattern is skipped on a text holding none of the characters every match
-needs (``safe_regex.needed_chars``); a clause is split, rewritten and read
+needs (``regex_chars.needed_chars``); a clause is split, rewritten and read
 with shortcuts (one clause without a boundary, origins kept as ranges, all
 content when alphanumeric); English durations try only suffixes of number
 words. Each is checked here against what it replaced, on generated input.
@@ -17,7 +17,8 @@ import regex
 
 from custom_components.soul.core.intent_filter import durations, segmenter, text
 from custom_components.soul.core.intent_filter.numbers import parse_english_number
-from custom_components.soul.core.safe_regex import check_untrusted, needed_chars, search
+from custom_components.soul.core.regex_chars import needed_chars
+from custom_components.soul.core.safe_regex import check_untrusted, search
 from tests.core.test_safe_regex import _generated_patterns
 
 _ALPHABET = "ab开灯关红色 0123456789.x-"
