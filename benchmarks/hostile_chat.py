@@ -158,7 +158,7 @@ async def chat(meter: Meter) -> list[Section]:
     section = Section(
         "7",
         "Chat bodies and model replies",
-        "parse_chat_request and ChatPipeline._tool (untrusted.loads, depth 16) on the "
+        "parse_chat_request and Reasoner._tool (untrusted.loads, depth 16) on the "
         "loop; untrusted.clean; OpenAICompatibleLLM.chat",
     )
     text = "x" * 4095
@@ -324,8 +324,8 @@ def all_rules_intent(n: int) -> dict[str, Any]:
 def chat_validation(pattern: str) -> Callable[[], object]:
     """Return the synchronous span of a chat turn: filter, then 8 argument checks.
 
-    As ``ChatPipeline._route`` → ``_execute`` do on the loop: the intent filter
-    on the terminal's catalog, then ``_action_intent`` (``Skill.argument_errors``)
+    As ``ChatPipeline._route`` → ``IntentRoute.execute`` do on the loop: the intent filter
+    on the terminal's catalog, then ``IntentRoute._action_intent`` (``Skill.argument_errors``)
     for each ready intent, before the first ``await``.
     """
     registry = TerminalRegistry()
@@ -361,7 +361,7 @@ def chat_validation(pattern: str) -> Callable[[], object]:
             TERMINAL, {"command": command}, default_timezone="UTC"
         )
         ready = [i for i in response["intents"] if i.get("status") == "ready"]
-        pipeline._valid_intents(TERMINAL, ready)  # noqa: SLF001
+        pipeline.intents._valid_intents(TERMINAL, ready)  # noqa: SLF001
 
     return turn
 
@@ -371,7 +371,7 @@ async def found(meter: Meter) -> list[Section]:
     section = Section(
         "8",
         "Found by reading the code",
-        "filter_intents / registry.filter_command, ChatPipeline._action_intent, "
+        "filter_intents / registry.filter_command, IntentRoute._action_intent, "
         "analyze_emotion, Invoker (argument_errors in the executor)",
     )
     desk = json.loads(DESK_ROBOT.read_text(encoding="utf-8"))
@@ -433,7 +433,7 @@ async def found(meter: Meter) -> list[Section]:
             "loop",
             meter.loop(chat_validation("(a|aa)+$")),
             meter.loop(chat_validation(ordinary_pattern(len("(a|aa)+$")))),
-            "filter_command + ChatPipeline._action_intent × 8",
+            "filter_command + IntentRoute._action_intent × 8",
         )
     )
     cues = cut("太开心了！！！好难过啊真的很生气，", 4096)

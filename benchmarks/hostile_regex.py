@@ -128,7 +128,7 @@ async def regexes(meter: Meter) -> list[Section]:
         "2b",
         "Untrusted regexes in a skill schema",
         "Skill.argument_errors (PATTERN_TIMEOUT 10 ms, PATTERN_BUDGET 15 ms); the "
-        "Invoker runs it in the executor, ChatPipeline._action_intent on the loop",
+        "Invoker runs it in the executor, IntentRoute._action_intent on the loop",
     )
     for name, pattern, properties in [
         *((p, p, 1) for p in REDOS),

@@ -19,6 +19,7 @@ from typing import Any
 
 from custom_components.soul.core.chat import ChatPipeline
 from custom_components.soul.core.cognition.trace import TurnTrace
+from custom_components.soul.core.intent_route import IntentRoute
 from custom_components.soul.core.registry import TerminalRegistry
 from custom_components.soul.core.souls import SoulHub
 from custom_components.soul.mqtt_bridge import MqttBridge
@@ -30,7 +31,7 @@ STEPS: tuple[tuple[type, str, str, bool], ...] = (
     (SoulHub, "user_turn", "user_turn", True),
     (TurnTrace, "psyche_update", "trace psyche_update", False),
     (TerminalRegistry, "filter_command", "intent filter", False),
-    (ChatPipeline, "_valid_intents", "arguments' schema check", False),
+    (IntentRoute, "_valid_intents", "arguments' schema check", False),
 )
 
 

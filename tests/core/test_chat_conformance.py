@@ -382,3 +382,16 @@ async def test_no_emotion_update_for_an_absent_body() -> None:
     online.clear()
     await env.say("你好")
     assert len(env.body.on("emotion_update")) == 1
+
+
+def test_a_users_own_turn_keeps_its_bidi_controls_across_a_restart() -> None:
+    """Shown text loses them (a model's "\u202egnp.exe"); a user's own words do not."""
+    session = Session("s", T, "s1", None)
+    session.add_turn("user", "quote: \u2067שלום\u2069")
+    session.add_turn("assistant", "see \u202egnp.exe")
+    restored = Session.from_dict(session.as_dict())
+    assert restored is not None
+    assert [turn["content"] for turn in restored.turns] == [
+        "quote: \u2067שלום\u2069",
+        "see \ufffdgnp.exe",
+    ]

@@ -397,7 +397,11 @@ def test_a_models_markdown_makes_no_image_nor_tag(said: str, shown: str) -> None
     assert untrusted.markdown_tame(said) == shown
 
 
-@given(st.text(alphabet="!<[ab/", max_size=24), st.data())
+@given(
+    st.text(alphabet="!<[ab/", max_size=24)
+    | st.sampled_from(["NO_REPLY", "<NO_REPLY>", " [NO_REPLY] "]),
+    st.data(),
+)
 def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) -> None:
     """Wherever the stream cuts the reply, the pieces sent are the whole reply tamed."""
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
@@ -417,3 +421,5 @@ def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) 
     asyncio.run(run())
     if normalize_reply(text):
         assert "".join(sent) == untrusted.markdown_tame(text)
+    else:  # an empty reply, or a form of NO_REPLY: nothing of it is streamed
+        assert sent == []

@@ -477,7 +477,8 @@ async def test_many_tiny_events_let_the_loop_run(
 
     200,000 ``data: {}`` events held it 0.3 s (black-box run, 2026-11-29). A
     task that runs at every turn of the loop sees at most
-    EVENTS_BETWEEN_YIELDS pieces arrive between two of its turns. A stream
+    LINES_BETWEEN_YIELDS / 2 pieces (a data line and a blank one each) arrive
+    between two of its turns. A stream
     with no choice at all is no completion.
     """
     llm = OpenAICompatibleLLM(LLMEndpoint(chattering_endpoint, model))
@@ -513,7 +514,7 @@ async def test_many_tiny_events_let_the_loop_run(
     elif model == "arguments":
         assert last.tool_calls[0].arguments == "b" * TINY_EVENTS
     if model == "pieces":
-        assert 0 < widest <= llm_module.EVENTS_BETWEEN_YIELDS + 1
+        assert 0 < widest <= llm_module.LINES_BETWEEN_YIELDS // 2 + 1
 
 
 @pytest.mark.parametrize(
@@ -526,3 +527,40 @@ async def test_a_stream_that_is_no_completion_is_a_response_error(
     fake_llm.raw(body, "text/event-stream")
     with pytest.raises(LLMResponseError, match="did not stream a chat completion"):
         await _ask(make_llm(fake_llm.base_url), streamed=True)
+
+
+async def test_blank_lines_let_the_loop_run(socket_enabled: None) -> None:
+    """2 MiB of blank lines held the loop 61 ms: every line counts, not only data.
+
+    The loop turns at least once every LINES_BETWEEN_YIELDS lines; read as
+    they come, 200,000 lines in a few chunks would give it a few turns.
+    """
+    lines = 200_000
+    event = {"choices": [{"delta": {"content": "hi"}}]}
+
+    async def blank(_request: web.Request) -> web.Response:
+        return web.Response(
+            text="\n" * lines + f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n",
+            content_type="text/event-stream",
+        )
+
+    turns = 0
+    reading = True
+
+    async def count() -> None:
+        nonlocal turns
+        while reading:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async with _endpoint(blank) as url:
+        llm = OpenAICompatibleLLM(LLMEndpoint(url, DEFAULT_MODEL))
+        counter = asyncio.create_task(count())
+        try:
+            pieces = [p async for p in llm.stream([{"role": "user", "content": "x"}])]
+        finally:
+            reading = False
+            await counter
+            await llm.close()
+    assert pieces[0] == "hi"
+    assert turns >= lines // llm_module.LINES_BETWEEN_YIELDS

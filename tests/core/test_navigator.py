@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 import json
 from typing import Any
 
@@ -253,3 +254,27 @@ async def test_a_learnt_skill_becomes_a_skill_memory(
     await env.say("晚安", user_id="u1")
     await wired.settle()
     assert len([a for a in backend.adds if a["metadata"]["type"] == "skill"]) == 1
+
+
+@pytest.mark.parametrize("change", [{"user_id": "u2"}, {"soul_id": "s2"}])
+async def test_a_suggestion_is_for_its_user_and_soul_only(
+    fake_llm: FakeOpenAI,
+    llm: OpenAICompatibleLLM,  # noqa: F811
+    change: dict[str, str],
+) -> None:
+    """A body's session id ("default") may later be another user's, or move souls.
+
+    The suggestion may repeat what its user said: a session of the same id
+    with another user or soul does not read it, and it is dropped then.
+    """
+    env = Env(llm)
+    env.souls.bind(T, "s1")
+    wired = Wired(env, every_turns=1, swing=10)
+    fake_llm.responders.append(navigator_answers(ADVICE))
+    fake_llm.reply("嗯嗯。")
+    await env.say("你觉得人生的意义是什么？", user_id="u1")
+    await wired.settle()
+    session = env.pipeline.sessions["s1"]
+    assert wired.navigator.suggestion_for(session) == ADVICE["suggestion"]
+    assert wired.navigator.suggestion_for(replace(session, **change)) is None
+    assert wired.navigator.suggestion_for(session) is None  # dropped, not kept

@@ -254,6 +254,23 @@ def test_soul_hint_never_copies_a_soul_it_may_not_pick() -> None:
     assert hub.first_connection("t9", "Ｓｅｃｒｅｔ", visible=shared) is None
 
 
+def test_a_type_hint_never_copies_a_soul_named_as_the_type() -> None:
+    """The new soul is named after the type, upper-cased: that name is compared.
+
+    A dotless "ı" reads as "i" for an MBTI type ("ıntj" is INTJ) but not for a
+    name: compared by the hint's own key, a private soul named "INTJ" got a
+    shared copy of its name.
+    """
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("p1", "INTJ", "ESFP", user_id="u1")])
+    assert hub.first_connection("t1", "\u0131ntj", visible=lambda _s: False) is None
+    env.clock.now += HINT_SOUL_INTERVAL
+    assert hub.first_connection("t2", "ISTP", visible=lambda _s: False) == (
+        HintDecision(name="ISTP", mbti="ISTP")
+    )
+
+
 def test_name_key_compares_names_as_they_look() -> None:
     assert name_key("Ａｒｉａ") == name_key("aria") == name_key("ar\u200dia\ufe0f")
     assert name_key("аria") != name_key("aria")  # Cyrillic а: another name

@@ -3,7 +3,7 @@
 ``InvokeStats`` counts, per terminal, the invocations the ``Invoker`` sent
 (``core.invoker``): how many, how many failed or timed out, and how long the
 answered ones took (the last and the mean, in milliseconds). ``DecisionLog``
-keeps the intent filter's last decisions per terminal (``registry.Decision``,
+keeps the intent filter's last decisions per terminal (``terminal.Decision``,
 which holds no command text). Both are bounded: at most ``MAX_TERMINALS``
 terminals (the least recently used forgotten first) and ``MAX_DECISIONS``
 decisions each.

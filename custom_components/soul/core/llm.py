@@ -33,10 +33,11 @@ MAX_TOOL_NAME = 128
 MAX_COMPLETION_BYTES = 2 * 1024 * 1024  # one chat completion, as read from the wire
 MAX_EVENT_BYTES = 256 * 1024  # one server-sent event of a streamed completion
 MAX_STREAM_CALLS = 32  # tool calls assembled from one streamed completion
-# Events of a streamed completion read between two turns of the event loop: a
-# server that sends thousands of tiny events at once held it 0.3 s (black-box
-# run, 2026-11-29), since decoding a small event never waits.
-EVENTS_BETWEEN_YIELDS = 256
+# Lines of a streamed completion read between two turns of the event loop
+# (an event is a data line and a blank one): a server that sends thousands of
+# tiny events at once held it 0.3 s (black-box run, 2026-11-29), since
+# decoding a small event never waits.
+LINES_BETWEEN_YIELDS = 512
 # A completion, its one retry included, ends within this many times its
 # timeout: the timeout bounds each wait, and an endpoint that drips a byte a
 # second never lets one run out (a hostile model held a turn 200 s).
@@ -347,7 +348,7 @@ async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[An
     """Yield the decoded ``data:`` events of a stream, within the size limits."""
     buffer = bytearray()
     total = 0
-    events = 0
+    lines = 0
     async for chunk in chunks:
         total += len(chunk)
         if total > MAX_COMPLETION_BYTES:
@@ -358,14 +359,14 @@ async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[An
         while (end := buffer.find(b"\n")) >= 0:
             line = bytes(buffer[:end]).strip()
             del buffer[: end + 1]
+            lines += 1  # blank and comment lines too: 2 MiB of them held it 61 ms
+            if lines % LINES_BETWEEN_YIELDS == 0:
+                await asyncio.sleep(0)
             if not line.startswith(b"data:"):
                 continue  # comments, event names, blank separators
             data = line[5:].strip()
             if data == b"[DONE]":
                 return
-            events += 1
-            if events % EVENTS_BETWEEN_YIELDS == 0:
-                await asyncio.sleep(0)
             try:
                 yield await untrusted.loads_off_loop(
                     data,

@@ -58,6 +58,7 @@ from .memory.base import MemoryBackendError
 from .memory.manager import MemoryManager
 from .protocol import status_payload, utc_ts
 from .registry import TerminalRegistry
+from .session import Session
 from .souls import SoulHub
 from .topics import Kind, Publish, Topics, publish_to
 from .transcript import ReplyStream
@@ -112,7 +113,7 @@ class Reasoner:
         # Tools a soul has beyond its body (its MCP servers' tools, docs/mcp.md).
         self.soul_tools: Callable[[str], ExtraTools | None] = lambda _soul_id: None
         # The navigator's current suggestion for a session (one model turn's worth).
-        self.suggestion: Callable[[str], str | None] = lambda _soul_id: None
+        self.suggestion: Callable[[Session], str | None] = lambda _session: None
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self._on_no_model = on_no_model
         # The endpoint refused the key: the glue starts Home Assistant's reauth.
@@ -173,7 +174,7 @@ class Reasoner:
             ]
             tools += extra
             informed.update(t["function"]["name"] for t in extra)
-        turn.suggestion = self.suggestion(turn.session.session_id)
+        turn.suggestion = self.suggestion(turn.session)
         rounds = self.max_rounds if self.follow_up else 2
         messages: list[dict[str, Any]] = []
         for round_no in range(rounds):

@@ -23,7 +23,7 @@ REPEATS = {
     getattr(sre_constants, "POSSESSIVE_REPEAT", sre_constants.MAX_REPEAT),
 }
 ATOMIC_GROUP = getattr(sre_constants, "ATOMIC_GROUP", None)
-_MAX_DEPTH = 16  # groups nested in groups that ``needed_chars`` reads
+MAX_TREE_DEPTH = 16  # groups nested in groups read of a pattern's tree
 
 
 class _UnknownError(Exception):
@@ -142,7 +142,7 @@ def _needed(items: Any, depth: int = 0) -> list[frozenset[str]]:
     cannot match. Read from what a match must contain (literals, sets, groups,
     alternation, repeats of at least one); anything else adds nothing.
     """
-    if depth > _MAX_DEPTH:
+    if depth > MAX_TREE_DEPTH:
         return []
     found: list[frozenset[str]] = []
     for op, arg in getattr(items, "data", items):

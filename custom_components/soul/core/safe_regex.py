@@ -38,6 +38,7 @@ import regex
 
 from .regex_chars import (
     ATOMIC_GROUP,
+    MAX_TREE_DEPTH,
     REPEATS,
     first_chars,
     firsts_of,
@@ -134,7 +135,6 @@ def _repeat_depth(items: sre_parse.SubPattern | list[tuple[Any, Any]]) -> int:
 # compiles once ``re`` has parsed it (tests/core/test_safe_regex.py checks
 # this on generated patterns). Anything else compiles when it is checked.
 MAX_DEFERRED_LENGTH = 160
-_MAX_DEFERRED_DEPTH = 16
 # Escapes both modules read alike; any other (\1, \x, \N, \g …) compiles now.
 _PLAIN_ESCAPE = frozenset("dDwWsSbBAZntrfv")
 _ESCAPES = re.compile(r"\\(.)", re.DOTALL)
@@ -161,7 +161,7 @@ _SET_OPERATOR = re.compile("|".join(map(re.escape, _SET_OPERATORS)))
 
 def _plain_tree(items: Any, depth: int) -> bool:
     """Whether ``items`` holds only syntax ``regex`` is known to compile."""
-    if depth > _MAX_DEFERRED_DEPTH:
+    if depth > MAX_TREE_DEPTH:
         return False
     for op, arg in getattr(items, "data", items):
         if op in _PLAIN_OPS:

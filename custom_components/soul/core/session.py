@@ -116,9 +116,10 @@ class Session:
             )
             for turn in data.get("turns", []):
                 if turn.get("role") in ("user", "assistant"):
-                    session.add_turn(
-                        turn["role"], untrusted.clean(turn["content"], MAX_TEXT)
+                    text = untrusted.clean(
+                        turn["content"], MAX_TEXT, users_own=turn["role"] == "user"
                     )
+                    session.add_turn(turn["role"], text)
             session.turn_count = max(session.turn_count, int(data.get("turn_count", 0)))
             # A summary stored before turns were counted covers them all.
             session.summary_turns = min(

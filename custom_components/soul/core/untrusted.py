@@ -207,16 +207,22 @@ def _tame(match: re.Match[str]) -> str:
     return "!［" if match.group() == "![" else "＜"
 
 
-def clean(value: Any, max_length: int, *, multiline: bool = True) -> str:
+def clean(
+    value: Any, max_length: int, *, multiline: bool = True, users_own: bool = False
+) -> str:
     """Return ``value`` as storable text: bad characters replaced, cut to length.
 
     In free text (``multiline``) the bidirectional embeddings, overrides and
-    isolates are bad characters too (``_BAD_IN_SHOWN_TEXT``).
+    isolates are bad characters too (``_BAD_IN_SHOWN_TEXT``), unless it is a
+    user's own text (``users_own``: a stored chat turn of theirs), which
+    ``text`` accepted with them.
     """
     if not isinstance(value, str):
         value = "" if value is None else str(value)
     value = value[:max_length]
-    return (_BAD_IN_SHOWN_TEXT if multiline else _BAD_IN_LINE).sub("\ufffd", value)
+    if not multiline:
+        return _BAD_IN_LINE.sub("\ufffd", value)
+    return (_BAD_IN_TEXT if users_own else _BAD_IN_SHOWN_TEXT).sub("\ufffd", value)
 
 
 def _too_deep(value: Any, max_depth: int) -> bool:
@@ -519,13 +525,15 @@ def clean_json(value: Any) -> Any:
     """Return a decoded JSON value whose strings, names too, are clean free text.
 
     What ``clean`` does to free text, at any depth and without cutting: a
-    control character other than tab, line feed and carriage return becomes
-    U+FFFD. For a value Soul passes on rather than refuses (a body's result
+    control character other than tab, line feed and carriage return, and a
+    bidirectional embedding, override or isolate, becomes U+FFFD. For a value Soul passes on rather than refuses (a body's result
     ``output``); its size and depth are its decoder's (``loads``).
     """
     if isinstance(value, str):
         return (
-            _BAD_IN_TEXT.sub("\ufffd", value) if _BAD_IN_TEXT.search(value) else value
+            _BAD_IN_SHOWN_TEXT.sub("\ufffd", value)
+            if _BAD_IN_SHOWN_TEXT.search(value)
+            else value
         )
     if isinstance(value, list):
         return [clean_json(item) for item in value]

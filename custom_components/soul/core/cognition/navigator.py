@@ -207,7 +207,8 @@ class Navigator:
         self.timeout = timeout
         self._turns: dict[str, int] = {}
         self._running: set[str] = set()
-        # Session id → [suggestion, model turns left], oldest first.
+        # Session id → [suggestion, model turns left, user id, soul id],
+        # oldest first.
         self._suggestions: dict[str, list[Any]] = {}
         self.structured: bool | None = None
         self.runs = 0
@@ -236,19 +237,24 @@ class Navigator:
             self._spawn(self.run(session, reason))
         return reason
 
-    def suggestion_for(self, session_id: str) -> str | None:
+    def suggestion_for(self, session: Session) -> str | None:
         """Return the session's current suggestion for one more model turn, if any.
 
         A suggestion is drawn from one session (its user's words, profile and
-        memories) and given to that session only: keyed by soul, the next
-        turns of every user of a shared soul read it (black box, 2026-11-29).
+        memories) and given to that session only, while it is the same
+        user's with the same soul: keyed by soul, the next turns of every
+        user of a shared soul read it (black box, 2026-11-29), and a session
+        id a body chose ("default") may later be another user's.
         """
-        held = self._suggestions.get(session_id)
+        held = self._suggestions.get(session.session_id)
         if not held:
             return None
-        text, left = held
+        text, left, user_id, soul_id = held
+        if (user_id, soul_id) != (session.user_id, session.soul_id):
+            del self._suggestions[session.session_id]
+            return None
         if left <= 1:
-            del self._suggestions[session_id]
+            del self._suggestions[session.session_id]
         else:
             held[1] = left - 1
         return str(text)
@@ -357,7 +363,9 @@ class Navigator:
         if advice.suggestion:
             held = self._suggestions
             held.pop(session.session_id, None)
-            held[session.session_id] = [advice.suggestion, SUGGESTION_TURNS]
+            held[session.session_id] = [
+                advice.suggestion, SUGGESTION_TURNS, session.user_id, soul_id
+            ]  # fmt: skip
             while len(held) > MAX_HELD_SUGGESTIONS:  # sessions that never came back
                 del held[next(iter(held))]
             trace.emit(

@@ -183,7 +183,9 @@ def _text(value: Any, where: str, limit: int) -> str:
     if len(value) > limit:
         raise McpConfigError(where, f"is longer than {limit} characters")
     if "\x00" in value or untrusted.clean(value, limit) != value:
-        raise McpConfigError(where, "contains control characters")
+        # Control characters, and bidirectional overrides that would show a
+        # command or an address as another (``untrusted.clean``).
+        raise McpConfigError(where, "contains control or bidirectional characters")
     return value
 
 
