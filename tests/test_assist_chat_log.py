@@ -18,6 +18,7 @@ from custom_components.soul.const import (
     CONF_MEMORY_BACKEND,
     CONF_TOPIC_PREFIX,
 )
+from custom_components.soul.core.reasoning import MAX_REPLY
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI, Reply, tool_call
 
 from .test_terminals import Body, body  # noqa: F401  # fixture
@@ -239,3 +240,25 @@ async def test_a_reply_shows_no_image_nor_tag(
     assert "".join(d.get("content") or "" for d in arrived) == tamed
     content = _content(hass, result.conversation_id)
     assert content[-1].content == tamed
+
+
+async def test_a_streamed_reply_is_cut_as_the_whole(
+    hass: HomeAssistant,
+    fake_llm: FakeOpenAI,
+    body: Body,  # noqa: F811
+) -> None:
+    """Each streamed piece was cut, not the reply: 2 MB reached Assist (black box)."""
+    fake_llm.reply("x" * (3 * MAX_REPLY))  # two pieces, each longer than the cut
+    arrived: list[dict[str, Any]] = []
+    with (
+        chat_session.async_get_chat_session(hass) as session,
+        conversation.async_get_chat_log(
+            hass, session, chat_log_delta_listener=lambda _log, d: arrived.append(d)
+        ),
+    ):
+        result = await conversation.async_converse(
+            hass, "Talk", session.conversation_id, Context(), "en", agent_id=AGENT
+        )
+    streamed = "".join(d.get("content") or "" for d in arrived)
+    assert streamed == result.response.speech["plain"]["speech"] == "x" * MAX_REPLY
+    assert _content(hass, result.conversation_id)[-1].content == streamed

@@ -413,7 +413,7 @@ def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) 
             sent.append(piece)
 
     async def run() -> None:
-        stream = ReplyStream(Sink())  # type: ignore[arg-type]
+        stream = ReplyStream(Sink(), 1000)  # type: ignore[arg-type]
         for piece in pieces:
             await stream.add(piece)
         await stream.end()

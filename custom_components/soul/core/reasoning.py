@@ -350,7 +350,7 @@ class Reasoner:
         kwargs = {"response_format": response_format} if response_format else {}
         if turn.transcript is None:
             return await self.model.chat(messages, tools, **kwargs)
-        stream = ReplyStream(turn.transcript)
+        stream = ReplyStream(turn.transcript, MAX_REPLY)
         field = ReplyField()
         answer: ModelReply | None = None
         async for item in self.model.stream(messages, tools, **kwargs):

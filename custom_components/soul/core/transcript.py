@@ -70,14 +70,18 @@ class ReplyStream:
     wait until the text can no longer be one of those forms. What is sent is
     tamed (``untrusted.markdown_tame``: no image, no HTML tag), as the whole
     reply is; a piece's last ``!`` or ``<`` waits for the next piece, which
-    decides whether it begins an image or a tag.
+    decides whether it begins an image or a tag. At most ``limit``
+    characters are streamed, as the whole reply is cut (a reply of 500
+    pieces of 4,000 characters reached Assist whole: 2 MB, black box
+    2026-11-29).
     """
 
-    def __init__(self, transcript: Transcript) -> None:
-        """Stream into ``transcript``."""
+    def __init__(self, transcript: Transcript, limit: int) -> None:
+        """Stream at most ``limit`` characters into ``transcript``."""
         self._transcript = transcript
         self._held = ""
         self._released = False
+        self._left = limit
         self.streamed = ""
 
     async def add(self, piece: str) -> None:
@@ -103,7 +107,8 @@ class ReplyStream:
         self._held, self._released = "", False
 
     async def _send(self, text: str) -> None:
-        if text:
+        if text := text[: self._left]:
+            self._left -= len(text)
             self.streamed += text
             await self._transcript.text(text)
 
