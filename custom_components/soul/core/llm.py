@@ -38,6 +38,7 @@ MAX_STREAM_CALLS = 32  # tool calls assembled from one streamed completion
 # tiny events at once held it 0.3 s (black-box run, 2026-11-29), since
 # decoding a small event never waits.
 LINES_BETWEEN_YIELDS = 512
+_READ_END = object()  # ``_server_sent_events``: the events of one read are over
 # A completion, its one retry included, ends within this many times its
 # timeout: the timeout bounds each wait, and an endpoint that drips a byte a
 # second never lets one run out (a hostile model held a turn 200 s).
@@ -270,16 +271,22 @@ class OpenAICompatibleLLM:
                     **kwargs
                 ) as response,
                 aclosing(_until(response.iter_bytes(), deadline, timeout)) as chunks,
-                aclosing(_server_sent_events(chunks)) as batches,
+                aclosing(_server_sent_events(chunks)) as events,
             ):
-                async for batch in batches:
-                    # The content of the events read together is one piece:
-                    # 60,000 pieces sent at once became as many deltas of
-                    # Assist's chat log, one loop step (60-140 ms) for each
-                    # 256 (black-box run, 2026-11-29).
-                    pieces = [assembly.add(event) for event in batch]
-                    if piece := "".join(p for p in pieces if p is not None):
-                        yield piece
+                # The content of the events read together is one piece:
+                # 60,000 pieces sent at once became as many deltas of
+                # Assist's chat log, one loop step (60-140 ms) for each 256
+                # (black-box run, 2026-11-29). Each event is taken at once,
+                # not kept until its read ends: 38,000 kept a while set off
+                # full garbage collections (250 ms).
+                pieces: list[str] = []
+                async for event in events:
+                    if event is not _READ_END:
+                        if (piece := assembly.add(event)) is not None:
+                            pieces.append(piece)
+                    elif pieces:
+                        yield "".join(pieces)
+                        pieces.clear()
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise LLMAuthError(_said(err)) from err
         except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
@@ -349,12 +356,11 @@ async def _until(
         yield chunk
 
 
-async def _server_sent_events(
-    chunks: AsyncIterator[bytes],
-) -> AsyncGenerator[list[Any]]:
+async def _server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncGenerator[Any]:
     """Yield the decoded ``data:`` events of a stream, within the size limits.
 
-    The events of one read of the connection come together, as a list.
+    ``_READ_END`` follows the events of each read of the connection, and the
+    last ones.
     """
     buffer = bytearray()
     total = 0
@@ -366,7 +372,6 @@ async def _server_sent_events(
                 f"the completion is larger than {MAX_COMPLETION_BYTES} bytes"
             )
         buffer += chunk
-        batch: list[Any] = []
         while (end := buffer.find(b"\n")) >= 0:
             line = bytes(buffer[:end]).strip()
             del buffer[: end + 1]
@@ -377,11 +382,10 @@ async def _server_sent_events(
                 continue  # comments, event names, blank separators
             data = line[5:].strip()
             if data == b"[DONE]":
-                if batch:
-                    yield batch
+                yield _READ_END
                 return
             try:
-                event = await untrusted.loads_off_loop(
+                yield await untrusted.loads_off_loop(
                     data,
                     asyncio.to_thread,
                     max_bytes=MAX_EVENT_BYTES,
@@ -392,9 +396,7 @@ async def _server_sent_events(
                 raise LLMResponseError(
                     f"the endpoint did not stream a chat completion: {err}"
                 ) from None
-            batch.append(event)
-        if batch:
-            yield batch
+        yield _READ_END
         if len(buffer) > MAX_EVENT_BYTES:
             raise LLMResponseError(f"an event is larger than {MAX_EVENT_BYTES} bytes")
 
