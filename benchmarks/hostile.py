@@ -180,7 +180,14 @@ def main() -> None:
     )
     parser.add_argument(
         "--serve-llm",
-        choices=("hostile", "benign", "values", "values-benign"),
+        choices=(
+            "hostile",
+            "benign",
+            "values",
+            "values-benign",
+            "stream",
+            "stream-benign",
+        ),
         help=argparse.SUPPRESS,
     )
     args = parser.parse_args()

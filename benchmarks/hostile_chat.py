@@ -87,9 +87,22 @@ async def serve_llm(kind: str) -> None:
     ``kind`` "hostile" or "benign": 20 MiB (a text of NULs and lone
     surrogates, or of "x"); "values" or "values-benign": just under
     ``MAX_COMPLETION_BYTES``, most of it one extra field of zeros (a million
-    values for the decoder to build) or one string as long.
+    values for the decoder to build) or one string as long; "stream" or
+    "stream-benign": a streamed completion just under its bound, of 38,000
+    tiny events (two characters each) or of 550 events of 3,600 characters.
     """
-    if kind in ("hostile", "benign"):
+    content_type = "application/json"
+    if kind.startswith("stream"):
+        pieces = ["ab"] * 38_000 if kind == "stream" else ["ab" * 1800] * 550
+        body = (
+            "".join(
+                f"data: {json.dumps({'choices': [{'delta': {'content': p}}]})}\n\n"
+                for p in pieces
+            )
+            + "data: [DONE]\n\n"
+        ).encode()
+        content_type = "text/event-stream"
+    elif kind in ("hostile", "benign"):
         size = 20 * 1024 * 1024
         content = "\x00\ud800" * (size // 12) if kind == "hostile" else "x" * size
         body = _completion(content)
@@ -99,7 +112,7 @@ async def serve_llm(kind: str) -> None:
         body = _completion("hi", padding=padding)
 
     async def completion(_request: web.Request) -> web.Response:
-        return web.Response(body=body, content_type="application/json")
+        return web.Response(body=body, content_type=content_type)
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", completion)
@@ -133,8 +146,14 @@ async def model_reply_stall(meter: Meter, kind: str) -> tuple[float, int]:
         )
 
         async def turn() -> None:
+            messages = [{"role": "user", "content": "hi"}]
+            if kind.startswith("stream"):  # as the reasoner reads it
+                async for item in llm.stream(messages):
+                    if isinstance(item, str):
+                        untrusted.clean(item, MAX_REPLY)
+                return
             try:
-                reply = await llm.chat([{"role": "user", "content": "hi"}])
+                reply = await llm.chat(messages)
             except LLMResponseError:
                 return  # refused: over MAX_COMPLETION_BYTES, or too many values
             untrusted.clean(reply.content, MAX_REPLY)
@@ -260,6 +279,12 @@ async def chat(meter: Meter) -> list[Section]:
             "values-benign",
             "a completion of a million zeros (0,0,…), just under its 2 MiB",
             "OpenAICompatibleLLM.chat; benign: one string as long",
+        ),
+        (
+            "stream",
+            "stream-benign",
+            "a streamed completion of 38,000 tiny events, just under its 2 MiB",
+            "OpenAICompatibleLLM.stream; benign: 550 events of 3,600 characters",
         ),
     ):
         hostile_stall, size = await model_reply_stall(meter, hostile)
