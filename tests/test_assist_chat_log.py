@@ -208,6 +208,22 @@ async def test_a_json_answer_streams_its_reply_only(
     assert '"emotion"' not in shown
 
 
+async def _streamed_turn(hass: HomeAssistant, text: str) -> tuple[Any, str, str]:
+    """Ask Assist; return its result, what streamed into the chat log, and what it kept."""
+    arrived: list[dict[str, Any]] = []
+    with (
+        chat_session.async_get_chat_session(hass) as session,
+        conversation.async_get_chat_log(
+            hass, session, chat_log_delta_listener=lambda _log, d: arrived.append(d)
+        ),
+    ):
+        result = await conversation.async_converse(
+            hass, text, session.conversation_id, Context(), "en", agent_id=AGENT
+        )
+    streamed = "".join(d.get("content") or "" for d in arrived)
+    return result, streamed, _content(hass, result.conversation_id)[-1].content
+
+
 async def test_a_reply_shows_no_image_nor_tag(
     hass: HomeAssistant,
     fake_llm: FakeOpenAI,
@@ -222,24 +238,14 @@ async def test_a_reply_shows_no_image_nor_tag(
     head = "Look" + "!"
     head = "x" * (len(tail) - len(head)) + head  # the halves meet at "!" | "["
     fake_llm.reply(head + tail)
-    arrived: list[dict[str, Any]] = []
-    with (
-        chat_session.async_get_chat_session(hass) as session,
-        conversation.async_get_chat_log(
-            hass, session, chat_log_delta_listener=lambda _log, d: arrived.append(d)
-        ),
-    ):
-        result = await conversation.async_converse(
-            hass, "Show me", session.conversation_id, Context(), "en", agent_id=AGENT
-        )
+    result, streamed, kept = await _streamed_turn(hass, "Show me")
     tamed = (
         head
         + "［m](http://evil.example/a.png) ＜img src=x> [ok](http://a.example) a＜b"
     )
     assert result.response.speech["plain"]["speech"] == tamed
-    assert "".join(d.get("content") or "" for d in arrived) == tamed
-    content = _content(hass, result.conversation_id)
-    assert content[-1].content == tamed
+    assert streamed == tamed
+    assert kept == tamed
 
 
 async def test_a_streamed_reply_is_cut_as_the_whole(
@@ -249,16 +255,6 @@ async def test_a_streamed_reply_is_cut_as_the_whole(
 ) -> None:
     """Each streamed piece was cut, not the reply: 2 MB reached Assist (black box)."""
     fake_llm.reply("x" * (3 * MAX_REPLY))  # two pieces, each longer than the cut
-    arrived: list[dict[str, Any]] = []
-    with (
-        chat_session.async_get_chat_session(hass) as session,
-        conversation.async_get_chat_log(
-            hass, session, chat_log_delta_listener=lambda _log, d: arrived.append(d)
-        ),
-    ):
-        result = await conversation.async_converse(
-            hass, "Talk", session.conversation_id, Context(), "en", agent_id=AGENT
-        )
-    streamed = "".join(d.get("content") or "" for d in arrived)
+    result, streamed, kept = await _streamed_turn(hass, "Talk")
     assert streamed == result.response.speech["plain"]["speech"] == "x" * MAX_REPLY
-    assert _content(hass, result.conversation_id)[-1].content == streamed
+    assert kept == streamed

@@ -469,6 +469,25 @@ async def chattering_endpoint(socket_enabled: None) -> AsyncGenerator[str]:
 TINY_EVENTS = 6_000
 
 
+@asynccontextmanager
+async def _loop_turns() -> AsyncIterator[list[int]]:
+    """Count the event loop's turns while the block runs: ``counted[0]``."""
+    counted = [0]
+    running = True
+
+    async def count() -> None:
+        while running:
+            counted[0] += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count())
+    try:
+        yield counted
+    finally:
+        running = False
+        await counter
+
+
 @pytest.mark.parametrize("model", ["empty", "pieces", "arguments"])
 async def test_many_tiny_events_let_the_loop_run(
     chattering_endpoint: str, model: str
@@ -482,29 +501,18 @@ async def test_many_tiny_events_let_the_loop_run(
     choice at all is no completion.
     """
     llm = OpenAICompatibleLLM(LLMEndpoint(chattering_endpoint, model))
-    turns = 0
-    reading = True
-
-    async def count() -> None:
-        nonlocal turns
-        while reading:
-            turns += 1
-            await asyncio.sleep(0)
-
-    counter = asyncio.create_task(count())
     replies: list[Any] = []
     try:
-        if model == "empty":
-            with pytest.raises(LLMResponseError, match="did not stream a chat"):
-                await _ask(llm, streamed=True)
-        else:
-            async for item in llm.stream([{"role": "user", "content": "hi"}]):
-                replies.append(item)  # noqa: PERF401 - an async stream
+        async with _loop_turns() as turns:
+            if model == "empty":
+                with pytest.raises(LLMResponseError, match="did not stream a chat"):
+                    await _ask(llm, streamed=True)
+            else:
+                async for item in llm.stream([{"role": "user", "content": "hi"}]):
+                    replies.append(item)  # noqa: PERF401 - an async stream
     finally:
-        reading = False
-        await counter
         await llm.close()
-    assert turns >= 2 * TINY_EVENTS // llm_module.LINES_BETWEEN_YIELDS
+    assert turns[0] >= 2 * TINY_EVENTS // llm_module.LINES_BETWEEN_YIELDS
     if model == "pieces":
         *pieces, reply = replies
         assert reply.content == "".join(pieces) == "a" * TINY_EVENTS
@@ -540,23 +548,13 @@ async def test_blank_lines_let_the_loop_run(socket_enabled: None) -> None:
             content_type="text/event-stream",
         )
 
-    turns = 0
-    reading = True
-
-    async def count() -> None:
-        nonlocal turns
-        while reading:
-            turns += 1
-            await asyncio.sleep(0)
-
     async with _endpoint(blank) as url:
         llm = OpenAICompatibleLLM(LLMEndpoint(url, DEFAULT_MODEL))
-        counter = asyncio.create_task(count())
         try:
-            pieces = [p async for p in llm.stream([{"role": "user", "content": "x"}])]
+            async with _loop_turns() as turns:
+                messages = [{"role": "user", "content": "x"}]
+                pieces = [p async for p in llm.stream(messages)]
         finally:
-            reading = False
-            await counter
             await llm.close()
     assert pieces[0] == "hi"
-    assert turns >= lines // llm_module.LINES_BETWEEN_YIELDS
+    assert turns[0] >= lines // llm_module.LINES_BETWEEN_YIELDS

@@ -326,7 +326,7 @@ def _broke(err: httpx.HTTPError, timeout: float) -> str:
     """
     if isinstance(err, httpx.TimeoutException):
         return f"the endpoint went silent for {timeout:g} s during its answer"
-    said = untrusted.clean(str(err), MAX_ERROR_TEXT, multiline=False)
+    said = _said(err)
     return f"the answer broke off: {type(err).__name__}" + (f": {said}" if said else "")
 
 

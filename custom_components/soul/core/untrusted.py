@@ -79,7 +79,8 @@ _BAD_IN_LINE = re.compile(
     "\U000e0000-\U000e007f]"
 )
 # What free text (a chat message, a persona) may not contain: tab, LF, CR are fine.
-_BAD_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+_CONTROLS_IN_TEXT = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff"
+_BAD_IN_TEXT = re.compile(f"[{_CONTROLS_IN_TEXT}]")
 # What free text Soul cannot refuse but shows (a model's reply, a body's
 # description) loses as well: the bidirectional embeddings, overrides and
 # isolates, which reorder what follows them ("\u202egnp.exe" shows as
@@ -87,9 +88,7 @@ _BAD_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 # text keeps them (it may quote right-to-left text, and shows to that user
 # and administrators); the marks (LRM, RLM, ALM) stay, as they reorder
 # nothing.
-_BAD_IN_SHOWN_TEXT = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_BAD_IN_SHOWN_TEXT = re.compile(f"[{_CONTROLS_IN_TEXT}\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -526,8 +525,9 @@ def clean_json(value: Any) -> Any:
 
     What ``clean`` does to free text, at any depth and without cutting: a
     control character other than tab, line feed and carriage return, and a
-    bidirectional embedding, override or isolate, becomes U+FFFD. For a value Soul passes on rather than refuses (a body's result
-    ``output``); its size and depth are its decoder's (``loads``).
+    bidirectional embedding, override or isolate, becomes U+FFFD. For a
+    value Soul passes on rather than refuses (a body's result ``output``);
+    its size and depth are its decoder's (``loads``).
     """
     if isinstance(value, str):
         return (
