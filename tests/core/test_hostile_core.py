@@ -391,21 +391,33 @@ def test_shown_free_text_keeps_the_marks_and_lines(char: str) -> None:
         ("<!-- hidden -->", "＜!-- hidden -->"),
         ("[a link](http://a.example) stays", "[a link](http://a.example) stays"),
         ("1 < 2, a<-b, 3 > 2!", "1 < 2, a<-b, 3 > 2!"),
+        # An autolink to a web or mail address is a link: its "<" stays.
+        ("see <https://a.example/x?y=1>.", "see <https://a.example/x?y=1>."),
+        (
+            "<HTTP://A.EXAMPLE> <mailto:a@b.example>",
+            "<HTTP://A.EXAMPLE> <mailto:a@b.example>",
+        ),
+        ("<javascript:alert(1)>", "＜javascript:alert(1)>"),
+        ("<https://a.example/ onclick=x>", "＜https://a.example/ onclick=x>"),
+        ("<httpſ://a.example>", "＜httpſ://a.example>"),  # ſ folds to s, but not ASCII
+        pytest.param(
+            "<https://" + "a" * 2048 + ">",
+            "<https://" + "a" * 2048 + ">",
+            id="an-address-at-its-bound",
+        ),
+        pytest.param(
+            "<https://" + "a" * 2049 + ">",
+            "＜https://" + "a" * 2049 + ">",
+            id="an-address-past-its-bound",
+        ),
     ],
 )
 def test_a_models_markdown_makes_no_image_nor_tag(said: str, shown: str) -> None:
     assert untrusted.markdown_tame(said) == shown
 
 
-@given(
-    st.text(alphabet="!<[ab/", max_size=24)
-    | st.sampled_from(["NO_REPLY", "<NO_REPLY>", " [NO_REPLY] "]),
-    st.data(),
-)
-def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) -> None:
-    """Wherever the stream cuts the reply, the pieces sent are the whole reply tamed."""
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
-    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+def _streamed(pieces: list[str], limit: int = 10_000) -> list[str]:
+    """Return what a ``ReplyStream`` of ``limit`` characters sends for ``pieces``."""
     sent: list[str] = []
 
     class Sink:
@@ -413,13 +425,48 @@ def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) 
             sent.append(piece)
 
     async def run() -> None:
-        stream = ReplyStream(Sink(), 1000)  # type: ignore[arg-type]
+        stream = ReplyStream(Sink(), limit)  # type: ignore[arg-type]
         for piece in pieces:
             await stream.add(piece)
         await stream.end()
 
     asyncio.run(run())
+    return sent
+
+
+_MARKDOWN_BITS = [*"!<[> a/:h", "ttp", "s://", "HTTPS://"]
+
+
+@given(
+    st.lists(st.sampled_from(_MARKDOWN_BITS), max_size=16).map("".join)
+    | st.sampled_from(["NO_REPLY", "<NO_REPLY>", " [NO_REPLY] "]),
+    st.data(),
+)
+def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) -> None:
+    """Wherever the stream cuts the reply, the pieces sent are the whole reply tamed."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    sent = _streamed(pieces)
     if normalize_reply(text):
         assert "".join(sent) == untrusted.markdown_tame(text)
     else:  # an empty reply, or a form of NO_REPLY: nothing of it is streamed
         assert sent == []
+
+
+@pytest.mark.parametrize("address", [2047, 2048, 2049, 3000])
+def test_a_streamed_autolink_waits_for_its_end_within_its_bound(address: int) -> None:
+    """An address streamed a character at a time is decided as the whole reply is."""
+    text = "go <https://" + "a" * address + "> now"
+    sent = _streamed(list(text))
+    assert "".join(sent) == untrusted.markdown_tame(text)
+    # Nothing waits longer than the bound: what was sent before the ">"
+    # arrived is at most the address's bound behind.
+    assert max(map(len, sent)) <= len("<https://") + untrusted.AUTOLINK_MAX + 1
+
+
+def test_a_streamed_reply_is_cut_before_it_is_tamed() -> None:
+    """The whole reply is cut, then tamed; so is the stream, whatever came after."""
+    text = "<https://a.example>"
+    assert "".join(_streamed([text[:8], text[8:]], limit=12)) == (
+        untrusted.markdown_tame(text[:12])
+    )

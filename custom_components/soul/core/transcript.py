@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from .chat_phrases import normalize_reply
 from .chat_tools import ExtraTools
 from .llm import ToolCall
-from .untrusted import MARKDOWN_TAME_HOLD, markdown_tame
+from .untrusted import markdown_tame, markdown_undecided
 
 # The longest form of a reply that says nothing ("<NO_REPLY>", "[NO_REPLY]").
 _HOLD = len("[NO_REPLY]") + 2
@@ -69,11 +69,11 @@ class ReplyStream:
     nothing (§4.2.2), so nothing of it may be streamed: the first characters
     wait until the text can no longer be one of those forms. What is sent is
     tamed (``untrusted.markdown_tame``: no image, no HTML tag), as the whole
-    reply is; a piece's last ``!`` or ``<`` waits for the next piece, which
-    decides whether it begins an image or a tag. At most ``limit``
-    characters are streamed, as the whole reply is cut (a reply of 500
-    pieces of 4,000 characters reached Assist whole: 2 MB, black box
-    2026-11-29).
+    reply is; what the next piece may still change (a last ``!`` or ``<``, an
+    autolink's address not yet closed: ``untrusted.markdown_undecided``)
+    waits for it. At most ``limit`` characters are taken, as the whole reply
+    is cut before it is tamed (a reply of 500 pieces of 4,000 characters
+    reached Assist whole: 2 MB, black box 2026-11-29).
     """
 
     def __init__(self, transcript: Transcript, limit: int) -> None:
@@ -81,24 +81,26 @@ class ReplyStream:
         self._transcript = transcript
         self._held = ""
         self._released = False
-        self._left = limit
+        self._room = limit
         self.streamed = ""
 
     async def add(self, piece: str) -> None:
         """Take the next piece of the reply."""
+        if not (piece := piece[: self._room]):
+            return
+        self._room -= len(piece)
         self._held += piece
         if not self._released and (
             len(self._held.strip()) < _HOLD and _could_say_nothing(self._held)
         ):
             return
         self._released = True
-        held, self._held = self._held, ""
-        tamed = markdown_tame(held)  # the same length: one character for one
-        if held.endswith(MARKDOWN_TAME_HOLD):
-            # Its own form depends on nothing after it ("!" stays, a last "<"
-            # opens no tag yet); what follows it may change.
-            tamed, self._held = tamed[:-1], held[-1]
-        await self._send(tamed)
+        held = self._held
+        decided = markdown_undecided(held)
+        # One character for one, and those before ``decided`` are tamed
+        # alike whatever follows.
+        self._held = held[decided:]
+        await self._send(markdown_tame(held)[:decided])
 
     async def end(self) -> None:
         """Close the message: send what was held, unless it says nothing."""
@@ -107,8 +109,7 @@ class ReplyStream:
         self._held, self._released = "", False
 
     async def _send(self, text: str) -> None:
-        if text := text[: self._left]:
-            self._left -= len(text)
+        if text:
             self.streamed += text
             await self._transcript.text(text)
 

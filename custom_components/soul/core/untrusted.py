@@ -167,8 +167,14 @@ def is_text(value: Any, max_length: int) -> bool:
 # keeps an <img src> too.
 _INERT_IN_MARKDOWN = str.maketrans({"[": "［", "]": "］", "<": "＜", ">": "＞"})
 # What makes an image or an HTML tag of a model's Markdown (``markdown_tame``).
-_TAMED = re.compile(r"!\[|<(?=[A-Za-z/!?])")
-MARKDOWN_TAME_HOLD = ("!", "<")  # a piece ending so may begin a pair
+# An autolink to a web or mail address (``<https://…>``, CommonMark's: no
+# space, ``<`` or ``>`` inside) is a link, not a tag: its ``<`` stays.
+AUTOLINK_MAX = 2048  # characters of an autolink's address after its scheme
+_AUTOLINK_SCHEMES = ("http://", "https://", "mailto:")
+_TAMED = re.compile(
+    rf"!\[|<(?!(?ai:https?://|mailto:)[^\s<>]{{0,{AUTOLINK_MAX}}}>)(?=[A-Za-z/!?])"
+)
+_ADDRESS = re.compile(r"[^\s<>]*")
 
 
 def shortened(value: str, limit: int) -> str:
@@ -196,14 +202,39 @@ def markdown_tame(value: str) -> str:
     address, and every reader's browser would send it there (black box,
     2026-11-29: 17 requests to evil.example for 3 replies). ``![`` becomes
     ``!［`` and a ``<`` that opens a tag becomes ``＜``; a link still needs a
-    click. The pairs are decided by two characters, so a stream whose piece
-    ends in ``!`` or ``<`` holds that character back (``MARKDOWN_TAME_HOLD``).
+    click, and an autolink (``<https://…>``) stays one. One character is
+    changed for one; whether it is changed depends on what follows it, so a
+    stream holds back the part ``markdown_undecided`` names.
     """
     return _TAMED.sub(_tame, value) if ("![" in value or "<" in value) else value
 
 
 def _tame(match: re.Match[str]) -> str:
     return "!［" if match.group() == "![" else "＜"
+
+
+def markdown_undecided(value: str) -> int:
+    """Return where the part of ``value`` that ``markdown_tame`` cannot decide yet begins.
+
+    What comes before it is tamed the same whatever follows ``value``: a
+    last ``!`` may begin an image, and a last ``<`` a tag, or, with the
+    address after it, an autolink (at most ``AUTOLINK_MAX`` characters of it).
+    """
+    end = len(value) - 1 if value.endswith("!") else len(value)
+    at = value.rfind("<")
+    if at < 0:
+        return end
+    tail = value[at + 1 :]
+    for scheme in _AUTOLINK_SCHEMES:
+        head = tail[: len(scheme)]  # a scheme's letters are ASCII, in any case
+        if not (head.isascii() and scheme.startswith(head.lower())):
+            continue
+        if len(head) < len(scheme) or (
+            len(tail) - len(scheme) <= AUTOLINK_MAX
+            and _ADDRESS.fullmatch(tail, len(scheme)) is not None
+        ):
+            return min(at, end)
+    return end
 
 
 def clean(
