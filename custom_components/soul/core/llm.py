@@ -36,8 +36,10 @@ MAX_STREAM_CALLS = 32  # tool calls assembled from one streamed completion
 # Lines of a streamed completion read between two turns of the event loop
 # (an event is a data line and a blank one): a server that sends thousands of
 # tiny events at once held it 0.3 s (black-box run, 2026-11-29), since
-# decoding a small event never waits.
-LINES_BETWEEN_YIELDS = 512
+# decoding a small event never waits. In Home Assistant an event costs the
+# loop 13-23 us: 512 lines made steps of 4-8 ms, and a WebSocket ping that
+# waited for several of them 26-29 ms; 128 make steps of 1-2 ms.
+LINES_BETWEEN_YIELDS = 128
 _READ_END = object()  # ``_server_sent_events``: the events of one read are over
 # A completion, its one retry included, ends within this many times its
 # timeout: the timeout bounds each wait, and an endpoint that drips a byte a
