@@ -231,12 +231,8 @@ async def async_create_runtime(
     )
     star_store.dump = lambda: {"human_owners": dict(star.human_owners)}
     stored = await star_store.async_load()
-    if isinstance(stored, dict) and isinstance(stored.get("human_owners"), dict):
-        star.human_owners = {
-            k: v
-            for k, v in stored["human_owners"].items()
-            if isinstance(k, str) and isinstance(v, str)
-        }
+    if isinstance(stored, dict):
+        star.load_owners(stored.get("human_owners"))
     return SoulRuntime(
         topics=topics,
         llm=llm,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -82,7 +83,7 @@ async def test_context_summary_is_the_session_so_far(
     response = await env.say("你还在吗")
     assert response["context_summary"] == "用户小明喜欢绿色。 / 你还在吗"
     # It survives a restart.
-    restored = Session.from_dict(session.as_dict())
+    restored = Session.from_dict(session.as_dict(), time.time())
     assert restored is not None
     assert restored.rolling_summary() == session.rolling_summary()
 
@@ -389,7 +390,7 @@ def test_a_users_own_turn_keeps_its_bidi_controls_across_a_restart() -> None:
     session = Session("s", T, "s1", None)
     session.add_turn("user", "quote: \u2067שלום\u2069")
     session.add_turn("assistant", "see \u202egnp.exe")
-    restored = Session.from_dict(session.as_dict())
+    restored = Session.from_dict(session.as_dict(), time.time())
     assert restored is not None
     assert [turn["content"] for turn in restored.turns] == [
         "quote: \u2067שלום\u2069",

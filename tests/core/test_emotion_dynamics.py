@@ -206,13 +206,37 @@ def test_mood_octants(pad: PAD, expected: Mood) -> None:
 
 def test_state_storage_round_trip_and_garbage() -> None:
     state = _state(0.1, -0.2, 0.3, shock=T0 + 5)
-    assert SoulState.from_dict(state.as_dict()) == state
-    assert SoulState.from_dict(None) is None
-    assert SoulState.from_dict({"p": 1}) is None
-    assert SoulState.from_dict({**state.as_dict(), "p": "x"}) is None
-    assert SoulState.from_dict({**state.as_dict(), "a": float("nan")}) is None
-    clamped = SoulState.from_dict({**state.as_dict(), "p": 7})
+
+    def read(data: object) -> SoulState | None:
+        return SoulState.from_dict(data, T0 + 10, 60.0)
+
+    assert read(state.as_dict()) == state
+    assert read(None) is None
+    assert read({"p": 1}) is None
+    assert read({**state.as_dict(), "p": "x"}) is None
+    assert read({**state.as_dict(), "a": float("nan")}) is None
+    assert read({**state.as_dict(), "at": 10**400}) is None
+    clamped = read({**state.as_dict(), "p": 7})
     assert clamped is not None and clamped.p == 1.0
+
+
+@pytest.mark.parametrize("at", [-1e18, -1.5e17, -1e19, -1.0])
+def test_a_stored_time_before_1970_is_no_state(at: float) -> None:
+    """At -1e18 a step of ``evolve`` no longer moved its time: Home Assistant hung."""
+    stored = {"p": 0, "a": 0, "d": 0, "at": at, "last_input_at": at}
+    assert SoulState.from_dict(stored, T0, 60.0) is None
+    stored = {"p": 0, "a": 0, "d": 0, "at": T0, "last_input_at": at}
+    assert SoulState.from_dict(stored, T0, 60.0) is None
+
+
+@pytest.mark.parametrize("later", [1e18, 1e308, 253402300800.0, 2.0**63])
+def test_a_stored_time_after_now_is_now(later: float) -> None:
+    """A far-future time failed every tick (``utc_ts``) and froze the soul."""
+    stored = {"p": 0.5, "a": 0, "d": 0, "at": later, "last_input_at": later}
+    state = SoulState.from_dict({**stored, "shock_until": later}, T0, 60.0)
+    assert state is not None
+    assert (state.at, state.last_input_at, state.shock_until) == (T0, T0, T0 + 60.0)
+    assert evolve(state, ENFP, T0 + 3).at == T0 + 3
 
 
 def _evolve_by_steps(state: SoulState, persona: Persona, now: float) -> SoulState:

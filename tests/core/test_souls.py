@@ -23,6 +23,7 @@ from custom_components.soul.core.soul_hints import HintDecision
 from custom_components.soul.core.soul_names import mixes_alphabets, name_key
 from custom_components.soul.core.souls import (
     HINT_SOUL_INTERVAL,
+    MAX_BINDINGS,
     MAX_SOULS,
     TICK_CHUNK,
     SoulHub,
@@ -186,6 +187,38 @@ def test_dump_and_load_survive_restart_with_downtime() -> None:
     )
     broken.hub.load(None)
     broken.hub.load([1, 2])
+
+
+@pytest.mark.parametrize("at", [-1e18, 1e18, 1e308])
+async def test_a_damaged_stored_time_neither_hangs_nor_fails_the_tick(
+    at: float,
+) -> None:
+    """At -1e18 set_souls never returned; at 1e18 every tick raised (a store fuzz)."""
+    env = Env()
+    env.online.add("t1")
+    env.hub.load(
+        {
+            "bindings": {"t1": "s1"},
+            "states": {"s1": {"p": 0, "a": 0, "d": 0, "at": at, "last_input_at": at}},
+        }
+    )
+    env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    await env.hub.tick()
+    assert env.hub.snapshot("s1").at == T0
+    assert [topic for topic, *_ in env.sent] == ["soul/terminal/t1/emotion_update"]
+
+
+def test_bindings_are_bounded_the_least_recently_bound_going_first() -> None:
+    env = Env()
+    env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    many = {f"t{i}": "s1" for i in range(MAX_BINDINGS + 10)}
+    env.hub.load({"bindings": many})
+    assert list(env.hub.bindings()) == list(many)[-MAX_BINDINGS:]
+    env.hub.bind("t10", "s1")  # bound again: now the newest
+    env.hub.bind("new", "s1")
+    assert len(env.hub.bindings()) == MAX_BINDINGS
+    assert "t11" not in env.hub.bindings()
+    assert list(env.hub.bindings())[-2:] == ["t10", "new"]
 
 
 def test_soul_hint_first_connection_only() -> None:

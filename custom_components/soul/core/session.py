@@ -13,8 +13,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import untrusted
+from . import stored, untrusted
 from .chat_request import MAX_TEXT
+from .topics import valid_terminal_id
 
 MAX_TURNS = 20
 MAX_SESSION_CHARS = 16 * 1024  # a stored transcript, oldest turns dropped first
@@ -102,36 +103,59 @@ class Session:
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> Session | None:
-        """Return a stored session, or None when malformed."""
-        try:
-            session = cls(
-                session_id=str(data["session_id"]),
-                terminal_id=str(data["terminal_id"]),
-                soul_id=str(data["soul_id"]),
-                user_id=data.get("user_id"),
-                last_user_at=float(data["last_user_at"]),
-                summary=str(data.get("summary", "")),
-                summarized_for=float(data.get("summarized_for", 0.0)),
-            )
-            for turn in data.get("turns", []):
-                if turn.get("role") in ("user", "assistant"):
-                    text = untrusted.clean(
-                        turn["content"], MAX_TEXT, users_own=turn["role"] == "user"
-                    )
-                    session.add_turn(turn["role"], text)
-            session.turn_count = max(session.turn_count, int(data.get("turn_count", 0)))
-            # A summary stored before turns were counted covers them all.
-            session.summary_turns = min(
-                int(
-                    data.get(
-                        "summary_turns", session.turn_count if session.summary else 0
-                    )
-                ),
-                session.turn_count,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError):
+    def from_dict(cls, data: Any, now: float) -> Session | None:
+        """Return a stored session, or None when it is not one (``core.stored``).
+
+        Its ids are checked as a request's, its texts cleaned and cut as
+        when they were added, its times fall between 1970 and ``now``, its
+        counts within ``stored.MAX_COUNT``: a fuzz of the stores
+        (2026-11-29) loaded a count past 64 bits that Home Assistant could
+        not write again, a list as the user id, and a summary of 100,000
+        characters that went into every prompt.
+        """
+        if not isinstance(data, dict):
             return None
+        session_id = stored.ident(data.get("session_id"))
+        soul_id = stored.ident(data.get("soul_id"))
+        terminal_id = data.get("terminal_id")
+        user_id = data.get("user_id")
+        if (
+            session_id is None
+            or soul_id is None
+            or not isinstance(terminal_id, str)
+            or (terminal_id and not valid_terminal_id(terminal_id))
+            or (user_id is not None and stored.ident(user_id) is None)
+        ):
+            return None
+        summary = data.get("summary")
+        session = cls(
+            session_id=session_id,
+            terminal_id=terminal_id,
+            soul_id=soul_id,
+            user_id=user_id,
+            last_user_at=stored.seconds(data.get("last_user_at"), now),
+            summary=untrusted.clean(summary, MAX_SUMMARY)
+            if isinstance(summary, str)
+            else "",
+            summarized_for=stored.seconds(data.get("summarized_for"), now),
+        )
+        turns = data.get("turns")
+        for turn in turns[-MAX_TURNS:] if isinstance(turns, list) else ():
+            if (
+                isinstance(turn, dict)
+                and (role := turn.get("role")) in ("user", "assistant")
+                and isinstance(content := turn.get("content"), str)
+            ):
+                text = untrusted.clean(content, MAX_TEXT, users_own=role == "user")
+                session.add_turn(role, text)
+        session.turn_count = max(
+            session.turn_count, stored.count(data.get("turn_count"))
+        )
+        # A summary stored before turns were counted covers them all.
+        covered = data.get(
+            "summary_turns", session.turn_count if session.summary else 0
+        )
+        session.summary_turns = min(stored.count(covered), session.turn_count)
         return session
 
 

@@ -72,8 +72,9 @@ class Sessions(Mapping[str, Session]):
         """Take stored sessions (``dump()``'s); unsummarised ones are summarised later."""
         if not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
             return
+        now = self._clock()
         for raw in data["sessions"][-MAX_SESSIONS:]:
-            if (session := Session.from_dict(raw)) is not None:
+            if (session := Session.from_dict(raw, now)) is not None:
                 self._sessions[session.session_id] = session
 
     def dump(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from functools import partial
 import json
 from typing import Any
 
+from . import stored
 from .emotion import analyze_emotion
 from .emotion.dynamics import (
     SoulState,
@@ -43,6 +44,7 @@ _LOGGER = trace_logger(__name__)
 
 MAX_SOULS = 100  # souls of one hub, however they are created
 MAX_SEEN = 4096  # terminal ids remembered as seen (their soul_hint was used)
+MAX_BINDINGS = 4096  # terminals bound to souls, connected or not; the oldest go
 HINT_SOUL_INTERVAL = 60.0  # seconds between souls created from bodies' hints
 # How strongly the emotion a soul says it feels moves it (a user's: up to 1).
 EXPRESSED_INTENSITY = 0.3
@@ -117,17 +119,21 @@ class SoulHub:
         if isinstance(bindings, dict):
             self._bindings = {
                 t: s
-                for t, s in bindings.items()
-                if isinstance(t, str) and isinstance(s, str) and valid_terminal_id(t)
+                for t, s in stored.newest(bindings, MAX_BINDINGS)
+                if isinstance(t, str)
+                and valid_terminal_id(t)
+                and stored.ident(s) is not None
             }
         seen = data.get("seen")
         if isinstance(seen, list):
             self._seen = dict.fromkeys(
-                t for t in seen[-MAX_SEEN:] if isinstance(t, str)
+                t
+                for t in seen[-MAX_SEEN:]
+                if isinstance(t, str) and valid_terminal_id(t)
             )
         states = data.get("states")
-        if isinstance(states, dict):
-            self._stored_states = dict(states)
+        if isinstance(states, dict):  # read when their souls are set
+            self._stored_states = dict(stored.newest(states, MAX_SOULS))
 
     def dump(self) -> dict[str, Any]:
         """Return everything worth keeping across restarts."""
@@ -155,7 +161,11 @@ class SoulHub:
         for soul_id, soul in fresh.items():
             if soul_id in self._states:
                 continue
-            stored = SoulState.from_dict(self._stored_states.pop(soul_id, None))
+            stored = SoulState.from_dict(
+                self._stored_states.pop(soul_id, None),
+                now,
+                soul.persona.shock_cooldown,
+            )
             self._states[soul_id] = (
                 initial_state(soul.persona, now)
                 if stored is None
@@ -202,11 +212,17 @@ class SoulHub:
             raise SoulError(f"invalid terminal_id {terminal_id!r}")
         if soul_id not in self._souls:
             raise SoulError(f"unknown soul_id {soul_id!r}")
+        self._bindings.pop(terminal_id, None)  # the newest binding, last
         self._bindings[terminal_id] = soul_id
+        unbound = []
+        while len(self._bindings) > MAX_BINDINGS:  # the least recently bound goes
+            unbound.append(oldest := next(iter(self._bindings)))
+            del self._bindings[oldest]
         self._see(terminal_id)
         self._on_dirty()
         self._call(self._binding_listeners)
-        self._call(self._binding_listeners_of.get(terminal_id, []))
+        for terminal in (*unbound, terminal_id):
+            self._call(self._binding_listeners_of.get(terminal, []))
 
     def subscribe_bindings(
         self, listener: Callable[[], None], terminal_id: str | None = None

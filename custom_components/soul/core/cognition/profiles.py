@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-import math
 from typing import Any
 
-from .. import untrusted
+from .. import stored, untrusted
+from ..souls import MAX_SOULS
 
 MAX_USERS = 256
 MAX_NAME = 64
 MAX_PREFERENCES = 32
 MAX_KEY = 64
 MAX_VALUE = 256
+MAX_VERSION = 32  # Soul's version, as a system state keeps it
 UPDATE_PROFILE_TOOL = "update_user_profile"
 UPDATE_PROFILE_SPEC: dict[str, Any] = {
     "type": "function",
@@ -103,26 +104,32 @@ class ProfileStore:
     # -- storage ---------------------------------------------------------------
 
     def load(self, data: Any) -> None:
-        """Take what ``dump()`` stored; malformed parts are skipped."""
+        """Take what ``dump()`` stored; malformed parts are skipped (``core.stored``)."""
         if not isinstance(data, dict):
             return
+        now = self._clock()
         users = data.get("user_profiles")
         if isinstance(users, dict):
-            for user_id, raw in list(users.items())[-MAX_USERS:]:
-                if isinstance(raw, dict) and untrusted.is_text(user_id, 128):
+            for user_id, raw in stored.newest(users, MAX_USERS):
+                if isinstance(raw, dict) and stored.ident(user_id) is not None:
                     try:
-                        self.users[user_id] = _profile(raw)
+                        profile = _profile(raw)
                     except ProfileError:
                         continue
+                    profile.updated = stored.seconds(raw.get("updated"), now)
+                    self.users[user_id] = profile
         systems = data.get("system_states")
         if isinstance(systems, dict):
-            for soul_id, raw in systems.items():
-                if isinstance(raw, dict) and isinstance(soul_id, str):
+            # One a soul (100,000 of them took half a second to read).
+            for soul_id, raw in stored.newest(systems, MAX_SOULS):
+                if isinstance(raw, dict) and stored.ident(soul_id) is not None:
                     self.systems[soul_id] = SystemState(
-                        version=str(raw.get("version", ""))[:32],
-                        boot_count=_count(raw.get("boot_count", 0)),
-                        first_boot=_seconds(raw.get("first_boot", 0.0)),
-                        last_boot=_seconds(raw.get("last_boot", 0.0)),
+                        version=untrusted.clean(
+                            raw.get("version", ""), MAX_VERSION, multiline=False
+                        ),
+                        boot_count=stored.count(raw.get("boot_count", 0)),
+                        first_boot=stored.seconds(raw.get("first_boot"), now),
+                        last_boot=stored.seconds(raw.get("last_boot"), now),
                     )
 
     def dump(self) -> dict[str, Any]:
@@ -242,22 +249,4 @@ def _profile(raw: Mapping[str, Any]) -> UserProfile:
         key = _text(raw_key, "a preference's key", MAX_KEY)
         if key and (text := _text(value, f"preference {key!r}", MAX_VALUE)):
             preferences[key] = text
-    return UserProfile(name, preferences, _seconds(raw.get("updated", 0.0)))
-
-
-def _count(value: object) -> int:
-    """Return a stored count as a non-negative integer; 0 for anything else."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        return 0
-    return min(max(0, value), 2**53)
-
-
-def _seconds(value: object) -> float:
-    """Return a stored time as finite seconds; 0.0 for anything else."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return 0.0
-    try:
-        seconds = float(value)
-    except OverflowError:  # an integer past what a float holds
-        return 0.0
-    return seconds if math.isfinite(seconds) else 0.0
+    return UserProfile(name, preferences)

@@ -122,8 +122,17 @@ class SoulState(NamedTuple):
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> SoulState | None:
-        """Return a stored state, or None when it is missing or malformed."""
+    def from_dict(
+        cls, data: Any, now: float, shock_cooldown: float
+    ) -> SoulState | None:
+        """Return a stored state, or None when it is missing or malformed.
+
+        Its times are what a clock could have given: one before 1970 is
+        refused (at -1e18 a step of ``evolve`` no longer moved its time, and
+        Home Assistant hung at start: a fuzz of the stores, 2026-11-29), one
+        after ``now`` is ``now`` (a far-future one failed every tick), and a
+        shock lasts at most ``shock_cooldown`` from ``now``.
+        """
         if not isinstance(data, dict):
             return None
         try:
@@ -131,17 +140,20 @@ class SoulState(NamedTuple):
                 key: float(data[key]) for key in ("p", "a", "d", "at", "last_input_at")
             }
             shock = float(data.get("shock_until", 0.0))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             return None
         if not all(math.isfinite(v) for v in (*values.values(), shock)):
             return None
+        if values["at"] < 0 or values["last_input_at"] < 0:
+            return None
+        at = min(values["at"], now)
         return cls(
             p=_clamp(values["p"]),
             a=_clamp(values["a"]),
             d=_clamp(values["d"]),
-            at=values["at"],
-            last_input_at=min(values["last_input_at"], values["at"]),
-            shock_until=shock,
+            at=at,
+            last_input_at=min(values["last_input_at"], at),
+            shock_until=min(max(shock, 0.0), now + shock_cooldown),
         )
 
 

@@ -17,7 +17,10 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .. import stored, untrusted
+from ..chat_request import MAX_TEXT
 from ..logs import trace_logger
+from ..session import MAX_TURNS
 from .base import MemoryBackend, MemoryBackendError, MemoryItem
 
 _LOGGER = trace_logger(__name__)
@@ -263,13 +266,71 @@ class MemoryManager:
             return
         self.queue = [
             entry
-            for entry in data["queue"][-MAX_QUEUE:]
-            if isinstance(entry, dict)
-            and isinstance(entry.get("messages"), list)
-            and isinstance(entry.get("user_id"), str)
-            and isinstance(entry.get("metadata"), dict)
+            for raw in data["queue"][-MAX_QUEUE:]
+            if (entry := _stored_entry(raw, self._clock())) is not None
         ]
 
     def dump(self) -> dict[str, Any]:
         """Return the queue for storage."""
         return {"queue": list(self.queue)}
+
+
+_MEMORY_TYPES = ("episode", "fact")
+_METADATA_IDS = ("soul_id", "terminal_id", "session_id")
+MAX_TAGS = 8
+
+
+def _stored_entry(raw: Any, now: float) -> dict[str, Any] | None:
+    """Return a stored queue entry as ``archive_session`` makes one, or None.
+
+    Rebuilt from what it may hold (``core.stored``): an entry whose message
+    was not an object made every later archive fail, and stayed first in
+    the queue for good (a fuzz of the stores, 2026-11-29).
+    """
+    if not isinstance(raw, dict):
+        return None
+    messages = raw.get("messages")
+    metadata = raw.get("metadata")
+    user_id = stored.ident(raw.get("user_id"))
+    agent_id = raw.get("agent_id")
+    if (
+        not isinstance(messages, list)
+        or not 0 < len(messages) <= MAX_TURNS
+        or not isinstance(metadata, dict)
+        or user_id is None
+        or (agent_id is not None and stored.ident(agent_id) is None)
+        or metadata.get("type") not in _MEMORY_TYPES
+    ):
+        return None
+    kept: list[dict[str, str]] = []
+    for message in messages:
+        if not (
+            isinstance(message, dict)
+            and (role := message.get("role")) in ("user", "assistant")
+            and isinstance(content := message.get("content"), str)
+        ):
+            return None
+        kept.append(
+            {
+                "role": role,
+                "content": untrusted.clean(content, MAX_TEXT, users_own=role == "user"),
+            }
+        )
+    tags = metadata.get("tags")
+    ids = {key: metadata.get(key) for key in _METADATA_IDS}
+    if any(v is not None and stored.ident(v) is None for v in ids.values()):
+        return None
+    return {
+        "messages": kept,
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "infer": raw.get("infer") is not False,
+        "metadata": {
+            "type": metadata["type"],
+            "tags": [t for t in tags[:MAX_TAGS] if stored.ident(t, 64) is not None]
+            if isinstance(tags, list)
+            else [],
+            "timestamp": int(stored.seconds(metadata.get("timestamp"), now)),
+            **ids,
+        },
+    }

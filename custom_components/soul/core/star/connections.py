@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import time
 from typing import Any
 
+from .. import stored
 from ..access import Principal
 from ..logs import trace_logger
 from .envelope import (
@@ -34,6 +35,7 @@ from .envelope import (
     CLOSE_GOING_AWAY,
     CLOSE_POLICY,
     CLOSE_TRY_LATER,
+    ID_RE,
     MAX_MESSAGE_BYTES,
     Identity,
     error_text,
@@ -205,6 +207,30 @@ class Connections:
             del owners[next(iter(owners))]
         owners[human_id] = owner
         self._on_owners_changed()
+
+    def load_owners(self, data: Any) -> None:
+        """Take the human ids' owners as stored, within the bounds ``_keep_human`` keeps.
+
+        A store can hold anything (``core.stored``): 100,000 stored owners made
+        the first human's connection hold the loop 2.6 s (a fuzz of the
+        stores, 2026-11-29). Ids that a client could not take are dropped;
+        of the newest ``MAX_HUMAN_OWNERS`` (all that Soul stores), the newest
+        ``MAX_HUMANS_PER_USER`` a user are kept, oldest first as stored.
+        """
+        if not isinstance(data, dict):
+            return
+        kept: list[tuple[str, str]] = []
+        per_user: dict[str, int] = {}
+        for human, owner in reversed(stored.newest(data, MAX_HUMAN_OWNERS)):
+            if (
+                isinstance(human, str)
+                and ID_RE.fullmatch(human) is not None
+                and stored.ident(owner) is not None
+                and per_user.get(owner, 0) < MAX_HUMANS_PER_USER
+            ):
+                per_user[owner] = per_user.get(owner, 0) + 1
+                kept.append((human, owner))
+        self.human_owners = dict(reversed(kept))
 
     @staticmethod
     def _owner_to_be(identity: Identity, principal: Principal | None) -> str | None:
