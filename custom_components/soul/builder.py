@@ -209,7 +209,10 @@ async def async_create_runtime(
         ),
     )
     sessions_store.dump = chat.sessions.dump
-    chat.sessions.load(await sessions_store.async_load())
+    # 256 sessions' transcripts, each checked again (44 ms): not on the loop.
+    await hass.async_add_executor_job(
+        chat.sessions.load, await sessions_store.async_load()
+    )
     profiles_store = DebouncedStore(hass, "profiles")
     profiles = ProfileStore(clock=now_timestamp, on_dirty=profiles_store.schedule)
     profiles_store.dump = profiles.dump

@@ -234,7 +234,8 @@ async def async_create_memory(
         on_ready_changed=ready_changed,
     )
     store.dump = manager.dump
-    manager.load(await store.async_load())
+    # Up to 500 queued sessions' texts, each checked again: not on the loop.
+    await hass.async_add_executor_job(manager.load, await store.async_load())
     return manager, store
 
 

@@ -230,7 +230,7 @@ def test_a_stored_time_before_1970_is_no_state(at: float) -> None:
 
 
 @pytest.mark.parametrize("later", [1e18, 1e308, 253402300800.0, 2.0**63])
-def test_a_stored_time_after_now_is_now(later: float) -> None:
+def test_a_stored_time_after_the_latest_is_the_latest(later: float) -> None:
     """A far-future time failed every tick (``utc_ts``) and froze the soul."""
     stored = {"p": 0.5, "a": 0, "d": 0, "at": later, "last_input_at": later}
     state = SoulState.from_dict({**stored, "shock_until": later}, T0, 60.0)

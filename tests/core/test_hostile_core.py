@@ -448,7 +448,8 @@ def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) 
     pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     sent = _streamed(pieces)
     if normalize_reply(text):
-        assert "".join(sent) == untrusted.markdown_tame(text)
+        # From its first character that is not a space, as the whole is stripped.
+        assert "".join(sent) == untrusted.markdown_tame(text.lstrip())
     else:  # an empty reply, or a form of NO_REPLY: nothing of it is streamed
         assert sent == []
 
@@ -464,9 +465,17 @@ def test_a_streamed_autolink_waits_for_its_end_within_its_bound(address: int) ->
     assert max(map(len, sent)) <= len("<https://") + untrusted.AUTOLINK_MAX + 1
 
 
-def test_a_streamed_reply_is_cut_before_it_is_tamed() -> None:
-    """The whole reply is cut, then tamed; so is the stream, whatever came after."""
-    text = "<https://a.example>"
+@pytest.mark.parametrize("spaces", [0, 3])
+def test_a_streamed_reply_is_cut_before_it_is_tamed(spaces: int) -> None:
+    """The whole reply is stripped, cut, then tamed; so is the stream."""
+    text = " " * spaces + "<https://a.example>"
     assert "".join(_streamed([text[:8], text[8:]], limit=12)) == (
-        untrusted.markdown_tame(text[:12])
+        untrusted.markdown_tame(normalize_reply(text)[:12])
     )
+
+
+def test_a_reply_of_spaces_and_no_reply_streams_nothing_at_the_limit() -> None:
+    """Cut before its spaces were stripped, it streamed 4,096 characters of them."""
+    text = " " * 4090 + "NO_REPLY"
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    assert _streamed(pieces, limit=4096) == []

@@ -56,7 +56,8 @@ def test_a_stored_count(value: object, expected: int) -> None:
     ("value", "expected"),
     [
         (NOW - 1, NOW - 1),
-        (NOW + 10**9, NOW),  # later than now: now
+        (NOW + 60, NOW + 60),  # the clock may start a little behind
+        (NOW + 10**9, NOW + stored.CLOCK_SLACK),
         (-1e18, 0.0),
         (10**400, 0.0),
         (float("nan"), 0.0),
@@ -92,7 +93,7 @@ def test_an_odd_stored_session_value_is_dropped_or_bounded(key: str, odd: Any) -
     _writable(data)
     assert isinstance(data["user_id"], str | None)
     assert len(data["summary"]) <= MAX_SUMMARY
-    assert 0 <= data["last_user_at"] <= NOW
+    assert 0 <= data["last_user_at"] <= NOW + stored.CLOCK_SLACK
     assert 0 <= data["summary_turns"] <= data["turn_count"] <= stored.MAX_COUNT
     assert all(isinstance(t["content"], str) for t in data["turns"])
 
@@ -102,7 +103,7 @@ def test_a_stored_summary_is_cut_and_cleaned() -> None:
         {**SESSION, "summary": "\u202e\x00" + "x" * 100_000}, NOW
     )
     assert session is not None
-    assert session.summary.startswith("\ufffd\ufffd")
+    assert session.summary.startswith("\u202e\ufffd")  # as the user's own words
     assert len(session.summary) == MAX_SUMMARY
 
 
@@ -110,7 +111,7 @@ def test_sessions_load_with_the_stores_clock() -> None:
     sessions = Sessions(clock=lambda: NOW, on_dirty=lambda: None)
     sessions.load({"sessions": [{**SESSION, "last_user_at": 1e300}]})
     assert sessions.get("s") is not None
-    assert sessions.get("s").last_user_at == NOW  # type: ignore[union-attr]
+    assert sessions.get("s").last_user_at == NOW + stored.CLOCK_SLACK  # type: ignore[union-attr]
 
 
 ENTRY = {
@@ -133,10 +134,26 @@ def _manager(backend: ListMemory) -> MemoryManager:
     return MemoryManager(backend, clock=lambda: NOW)
 
 
+BODILESS = {
+    **ENTRY,
+    "user_id": "default_user",
+    "metadata": {**ENTRY["metadata"], "terminal_id": "", "session_id": "panel-u1"},
+}
+
+
 def test_a_stored_queue_entry_reads_back_the_same() -> None:
+    """A bodiless session's (the panel's, Star's) too: the first loader lost them."""
     manager = _manager(ListMemory())
-    manager.load({"queue": [ENTRY]})
-    assert manager.dump() == {"queue": [ENTRY]}
+    manager.load({"queue": [ENTRY, BODILESS]})
+    assert manager.dump() == {"queue": [ENTRY, BODILESS]}
+
+
+def test_a_stored_session_keeps_the_users_marks_in_its_summary() -> None:
+    """A summary may quote the user, whose own words keep their bidi controls."""
+    quoted = {**SESSION, "summary": "quote: \u2067שלום\u2069"}
+    session = Session.from_dict(quoted, NOW)
+    assert session is not None
+    assert session.summary == quoted["summary"]
 
 
 @pytest.mark.parametrize(
@@ -200,8 +217,8 @@ def test_stored_system_states_are_bounded_and_clean() -> None:
     assert (state.boot_count, state.first_boot, state.last_boot) == (
         stored.MAX_COUNT,
         0.0,
-        NOW,
+        NOW + stored.CLOCK_SLACK,
     )
     assert state.version == "1.0\ufffd\ufffdxxxxxxxxxxxxxxxxxxxxxxxxxxx"[:32]
-    assert profiles.users["u"].updated == NOW
+    assert profiles.users["u"].updated == NOW + stored.CLOCK_SLACK
     _writable(profiles.dump())

@@ -107,8 +107,10 @@ class Session:
         """Return a stored session, or None when it is not one (``core.stored``).
 
         Its ids are checked as a request's, its texts cleaned and cut as
-        when they were added, its times fall between 1970 and ``now``, its
-        counts within ``stored.MAX_COUNT``: a fuzz of the stores
+        when they were added (a summary, which may quote the user, as the
+        user's own words), its times fall between 1970 and a day after
+        ``now`` (``stored.seconds``), its counts within ``stored.MAX_COUNT``:
+        a fuzz of the stores
         (2026-11-29) loaded a count past 64 bits that Home Assistant could
         not write again, a list as the user id, and a summary of 100,000
         characters that went into every prompt.
@@ -134,7 +136,8 @@ class Session:
             soul_id=soul_id,
             user_id=user_id,
             last_user_at=stored.seconds(data.get("last_user_at"), now),
-            summary=untrusted.clean(summary, MAX_SUMMARY)
+            # Its own form: a summary of the user's words keeps their marks.
+            summary=untrusted.clean(summary, MAX_SUMMARY, users_own=True)
             if isinstance(summary, str)
             else "",
             summarized_for=stored.seconds(data.get("summarized_for"), now),

@@ -161,15 +161,15 @@ class SoulHub:
         for soul_id, soul in fresh.items():
             if soul_id in self._states:
                 continue
-            stored = SoulState.from_dict(
+            saved = SoulState.from_dict(
                 self._stored_states.pop(soul_id, None),
-                now,
+                now + stored.CLOCK_SLACK,  # the clock may start a little behind
                 soul.persona.shock_cooldown,
             )
             self._states[soul_id] = (
                 initial_state(soul.persona, now)
-                if stored is None
-                else evolve(stored, soul.persona, now)
+                if saved is None
+                else evolve(saved, soul.persona, now)
             )
         self._souls = fresh
         self.souls_version += 1

@@ -19,6 +19,10 @@ from . import untrusted
 from .chat_request import MAX_ID
 
 MAX_COUNT = 2**53  # a stored count; Home Assistant writes integers within 64 bits
+# How far a stored time may lie ahead of the clock: a device without a
+# real-time clock starts from its last saved time until NTP answers, so what
+# it stored just before may still be ahead. A later time is this far ahead.
+CLOCK_SLACK = 86_400.0
 
 
 def count(value: object) -> int:
@@ -29,9 +33,10 @@ def count(value: object) -> int:
 
 
 def seconds(value: object, now: float | None = None) -> float:
-    """Return a stored time as finite seconds from 0 to ``now``; 0.0 for anything else.
+    """Return a stored time as finite seconds; 0.0 for anything else.
 
-    A time before 1970 is 0.0; one after ``now`` (when given) is ``now``.
+    A time before 1970 is 0.0; one more than ``CLOCK_SLACK`` after ``now``
+    (when given) is that much after it.
     """
     if not isinstance(value, int | float) or isinstance(value, bool):
         return 0.0
@@ -41,7 +46,7 @@ def seconds(value: object, now: float | None = None) -> float:
         return 0.0
     if not math.isfinite(time) or time < 0:
         return 0.0
-    return time if now is None or time <= now else now
+    return time if now is None else min(time, now + CLOCK_SLACK)
 
 
 def ident(value: object, max_length: int = MAX_ID) -> str | None:

@@ -71,9 +71,10 @@ class ReplyStream:
     tamed (``untrusted.markdown_tame``: no image, no HTML tag), as the whole
     reply is; what the next piece may still change (a last ``!`` or ``<``, an
     autolink's address not yet closed: ``untrusted.markdown_undecided``)
-    waits for it. At most ``limit`` characters are taken, as the whole reply
-    is cut before it is tamed (a reply of 500 pieces of 4,000 characters
-    reached Assist whole: 2 MB, black box 2026-11-29).
+    waits for it. At most ``limit`` characters are taken from the first that
+    is not a space, as the whole reply is stripped and cut before it is tamed
+    (a reply of 500 pieces of 4,000 characters reached Assist whole: 2 MB,
+    black box 2026-11-29).
     """
 
     def __init__(self, transcript: Transcript, limit: int) -> None:
@@ -86,6 +87,9 @@ class ReplyStream:
 
     async def add(self, piece: str) -> None:
         """Take the next piece of the reply."""
+        if not self._held and not self._released:
+            # The whole reply is stripped before it is cut (``normalize_reply``).
+            piece = piece.lstrip()
         if not (piece := piece[: self._room]):
             return
         self._room -= len(piece)

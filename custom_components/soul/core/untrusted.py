@@ -172,7 +172,8 @@ _INERT_IN_MARKDOWN = str.maketrans({"[": "［", "]": "］", "<": "＜", ">": "�
 AUTOLINK_MAX = 2048  # characters of an autolink's address after its scheme
 _AUTOLINK_SCHEMES = ("http://", "https://", "mailto:")
 _TAMED = re.compile(
-    rf"!\[|<(?!(?ai:https?://|mailto:)[^\s<>]{{0,{AUTOLINK_MAX}}}>)(?=[A-Za-z/!?])"
+    rf"!\[|<(?!(?ai:{'|'.join(map(re.escape, _AUTOLINK_SCHEMES))})"
+    rf"[^\s<>]{{0,{AUTOLINK_MAX}}}>)(?=[A-Za-z/!?])"
 )
 _ADDRESS = re.compile(r"[^\s<>]*")
 

@@ -123,15 +123,16 @@ class SoulState(NamedTuple):
 
     @classmethod
     def from_dict(
-        cls, data: Any, now: float, shock_cooldown: float
+        cls, data: Any, latest: float, shock_cooldown: float
     ) -> SoulState | None:
         """Return a stored state, or None when it is missing or malformed.
 
         Its times are what a clock could have given: one before 1970 is
         refused (at -1e18 a step of ``evolve`` no longer moved its time, and
         Home Assistant hung at start: a fuzz of the stores, 2026-11-29), one
-        after ``now`` is ``now`` (a far-future one failed every tick), and a
-        shock lasts at most ``shock_cooldown`` from ``now``.
+        after ``latest`` is ``latest`` (a far-future one failed every tick;
+        the caller's clock may start a little behind), and a shock ends at
+        most ``shock_cooldown`` after ``latest``.
         """
         if not isinstance(data, dict):
             return None
@@ -146,14 +147,14 @@ class SoulState(NamedTuple):
             return None
         if values["at"] < 0 or values["last_input_at"] < 0:
             return None
-        at = min(values["at"], now)
+        at = min(values["at"], latest)
         return cls(
             p=_clamp(values["p"]),
             a=_clamp(values["a"]),
             d=_clamp(values["d"]),
             at=at,
             last_input_at=min(values["last_input_at"], at),
-            shock_until=min(max(shock, 0.0), now + shock_cooldown),
+            shock_until=min(max(shock, 0.0), latest + shock_cooldown),
         )
 
 

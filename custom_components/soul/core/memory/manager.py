@@ -318,7 +318,12 @@ def _stored_entry(raw: Any, now: float) -> dict[str, Any] | None:
         )
     tags = metadata.get("tags")
     ids = {key: metadata.get(key) for key in _METADATA_IDS}
-    if any(v is not None and stored.ident(v) is None for v in ids.values()):
+    if any(
+        v is not None
+        and stored.ident(v) is None
+        and not (key == "terminal_id" and v == "")  # a session without a body
+        for key, v in ids.items()
+    ):
         return None
     return {
         "messages": kept,
