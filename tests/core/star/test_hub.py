@@ -903,6 +903,49 @@ def test_one_user_holds_at_most_half_the_hub(clock: Clock) -> None:
         lone.connect(Identity("agent", f"a{n}", "w"), peer.send, peer.close)
 
 
+def test_a_full_hub_makes_room_for_a_user_holding_fewer(clock: Clock) -> None:
+    """Two users, each within half the hub, filled it for everyone else (black box).
+
+    A user holding at least two fewer than the user holding the most takes
+    the place of that user's oldest client; shares settle within one of
+    each other, and no client displaces another back and forth.
+    """
+    hub = StarHub(clock=clock, max_connections=4)
+    reader, kid = Principal("reader", may_control=False), Principal("kid")
+    owner = Principal("owner", is_admin=True)
+    peers: dict[str, Peer] = {}
+
+    def connect(client_id: str, principal: Principal) -> Connection:
+        clock.advance(1)
+        peers[client_id] = Peer()
+        identity = Identity("agent", client_id, "world_1")
+        return hub.connect(
+            identity, peers[client_id].send, peers[client_id].close, principal=principal
+        )
+
+    r1 = connect("r1", reader)
+    connect("k1", kid)
+    connect("r2", reader)
+    connect("k2", kid)  # full: two users, two places each
+    connect("o1", owner)  # the reader's oldest goes
+    assert r1.closed
+    assert peers["r1"].closes == [
+        (1013, "the hub is full; its place went to another user")
+    ]
+    assert sorted(c.identity.client_id for c in hub.connections()) == [
+        "k1",
+        "k2",
+        "o1",
+        "r2",
+    ]
+    for client_id, principal in (("o2", owner), ("r3", reader), ("k3", kid)):
+        with pytest.raises(HubFullError):  # the hub, or the kid's share
+            connect(client_id, principal)  # 2-1-1 or 1-2-1 would only swap
+    assert hub.stats.refused_full == 3
+    hub.disconnect(r1)  # the transport's own close: nothing more changes
+    assert len(hub.connections()) == 4
+
+
 def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
     """A read-only user claimed 50 human ids in a black-box run, kept for good."""
     from custom_components.soul.core.star.connections import MAX_HUMANS_PER_USER
