@@ -380,3 +380,18 @@ def test_the_inner_voice_is_for_administrators() -> None:
     assert user["payload"] == {"content": "hi", "inner_voice": None}
     assert event["payload"]["inner_voice"] == "tired"  # the stored event is untouched
     assert for_reader(Principal("a1", is_admin=True), event) is event
+
+
+def test_a_damaged_replys_preview_is_for_administrators() -> None:
+    """Its text may hold the inner voice (a fuzz of the journal's rows)."""
+    damaged = {
+        "type": "driver_response",
+        "payload": {"undecodable": True, "preview": '{"inner_voice":"secret'},
+    }
+    assert for_reader(Principal("u1"), damaged)["payload"] == {
+        "undecodable": True,
+        "preview": "",
+    }
+    assert for_reader(Principal("a1", is_admin=True), damaged) is damaged
+    said = {**damaged, "type": "user_input"}
+    assert for_reader(Principal("u1"), said) is said

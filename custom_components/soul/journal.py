@@ -37,6 +37,7 @@ from .core.cognition.events import (
     EventBus,
     EventPage,
     EventQuery,
+    EventType,
     shared_soul_readable,
 )
 from .core.cognition.journal import JournalError, SqliteJournal
@@ -105,15 +106,19 @@ def may_read(principal: Principal, souls: SoulHub, event: Event) -> bool:
 
 
 def for_reader(principal: Principal, event: dict[str, Any]) -> dict[str, Any]:
-    """Return a stored event as ``principal`` may read it: the inner voice is admins'."""
+    """Return a stored event as ``principal`` may read it: the inner voice is admins'.
+
+    So is the preview of a damaged ``driver_response`` (its text may hold the
+    inner voice: a fuzz of the journal's rows, 2026-11-29).
+    """
     payload = event.get("payload")
-    if (
-        principal.is_admin
-        or not isinstance(payload, dict)
-        or "inner_voice" not in payload
-    ):
+    if principal.is_admin or not isinstance(payload, dict):
         return event
-    return {**event, "payload": {**payload, "inner_voice": None}}
+    if "inner_voice" in payload:
+        return {**event, "payload": {**payload, "inner_voice": None}}
+    if "preview" in payload and event.get("type") == EventType.DRIVER_RESPONSE:
+        return {**event, "payload": {**payload, "preview": ""}}
+    return event
 
 
 def scoped(query: EventQuery, principal: Principal, souls: SoulHub) -> EventQuery:

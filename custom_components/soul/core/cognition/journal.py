@@ -305,7 +305,16 @@ class SqliteJournal:
                 timeout=OPEN_BUSY_TIMEOUT,
             )
             try:
-                rows = reader.execute(sql, params).fetchall()
+                try:
+                    rows = reader.execute(sql, params).fetchall()
+                except sqlite3.OperationalError as err:
+                    if "decode" not in str(err):
+                        raise
+                    # Text that is not UTF-8 (Soul writes none; an edited or
+                    # damaged row): read again, its bad bytes replaced. It
+                    # made every page holding it fail until it was purged.
+                    reader.text_factory = _replacing
+                    rows = reader.execute(sql, params).fetchall()
             finally:
                 reader.close()
         except sqlite3.Error as err:
@@ -502,9 +511,7 @@ class SqliteJournal:
             if deleted:
                 journal_sql.shrink(connection)
             deleted += journal_sql.purge_size(connection, self.path, self.max_bytes)
-            row = connection.execute(
-                "SELECT timestamp FROM events ORDER BY id LIMIT 1"
-            ).fetchone()
+            oldest = journal_sql.oldest_timestamp(connection)
         except sqlite3.Error as err:
             if connection.in_transaction:
                 connection.rollback()
@@ -515,7 +522,7 @@ class SqliteJournal:
             if raise_errors:
                 raise
             return 0
-        self._oldest = row[0] if row is not None else None
+        self._oldest = oldest
         return deleted
 
     def _fail(self, err: Exception) -> None:
@@ -535,3 +542,8 @@ class SqliteJournal:
                 self._on_error(err)
             except Exception:
                 _LOGGER.exception("Error in the event journal's on_error callback")
+
+
+def _replacing(data: bytes) -> str:
+    """Decode a text column, its bytes that are not UTF-8 replaced."""
+    return data.decode("utf-8", "replace")

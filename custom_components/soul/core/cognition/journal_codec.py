@@ -169,14 +169,44 @@ def stored_form(event: Event) -> dict[str, Any]:
     return stored
 
 
-def _decode(text: str | None) -> Any:
-    """Return stored JSON text as data (a damaged value as a preview)."""
+def _decode(text: object) -> Any:
+    """Return stored JSON text as the object Soul wrote, else a preview of it.
+
+    A row may have been damaged or edited (a fuzz of the journal's rows,
+    2026-11-29): what is not a JSON object that Home Assistant's writer
+    takes (orjson: integers within 64 bits, no lone surrogate, 255 levels
+    at most) would have failed every page holding it with a 500.
+    """
     if text is None:
         return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return {"undecodable": True, "preview": str(text)[:PREVIEW_BYTES]}
+    if isinstance(text, str):
+        try:
+            value = orjson.loads(text)
+            orjson.dumps(value)
+        except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+            pass
+        else:
+            if type(value) is dict:
+                return value
+    return {"undecodable": True, "preview": _shown(text, PREVIEW_BYTES) or ""}
+
+
+def _shown(value: object, limit: int = MAX_ID_CHARS) -> str | None:
+    """Return a text column as read: a string, at most ``limit`` characters."""
+    if isinstance(value, str):
+        return value[:limit]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None  # a blob: no writer of Soul's stores one
+
+
+def _time(value: object) -> float | None:
+    """Return a stored timestamp as a finite float, or None."""
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def row_to_dict(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -195,12 +225,12 @@ def row_to_dict(row: tuple[Any, ...]) -> dict[str, Any]:
     ) = row
     return {
         "id": event_id,
-        "trace_id": trace_id,
-        "type": type_,
-        "source": source,
+        "trace_id": _shown(trace_id),
+        "type": _shown(type_),
+        "source": _shown(source),
         "payload": _decode(payload),
-        "meta": {"timestamp": timestamp, "psyche_state": _decode(psyche_state)},
-        "soul_id": soul_id,
-        "session_id": session_id,
-        "terminal_id": terminal_id,
+        "meta": {"timestamp": _time(timestamp), "psyche_state": _decode(psyche_state)},
+        "soul_id": _shown(soul_id),
+        "session_id": _shown(session_id),
+        "terminal_id": _shown(terminal_id),
     }

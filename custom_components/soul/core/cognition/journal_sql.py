@@ -73,6 +73,19 @@ COLUMNS: Final = (
     "id, trace_id, type, source, soul_id, session_id, terminal_id, timestamp,"
     " payload, psyche_state"
 )
+# What a page reads of each row: a text cut to what Soul writes (ids 256
+# characters, JSON 64 KiB), so an edited row of 10 MB is not read whole.
+SELECTED: Final = (
+    "id, substr(trace_id, 1, 256), substr(type, 1, 256), substr(source, 1, 256),"
+    " substr(soul_id, 1, 256), substr(session_id, 1, 256),"
+    " substr(terminal_id, 1, 256), timestamp, substr(payload, 1, 65536),"
+    " substr(psyche_state, 1, 65536)"
+)
+# Past this event id the journal stops at open: SQLite's ids are running out.
+LAST_EVENT_ID: Final = MAX_EVENT_ID - 2**20
+# A timestamp as Soul writes it (an edited row may hold text or a blob).
+NUMERIC_TIME: Final = "typeof(timestamp) IN ('real', 'integer')"
+LATEST_TIME: Final = 1e11  # seconds (the year 5138): no clock writes later
 # More soul ids than this go to SQLite as one JSON array, not one parameter each.
 _INLINE_IDS = 64
 
@@ -129,7 +142,7 @@ def select_page(q: EventQuery, limit: int) -> tuple[str, list[Any]]:
         # Beyond SQLite's INTEGER every id is before it (no OverflowError).
         where.append("id < ?")
         params.append(int(q.before_id))
-    sql = f"SELECT {COLUMNS} FROM events"  # noqa: S608 - fixed fragments only
+    sql = f"SELECT {SELECTED} FROM events"  # noqa: S608 - fixed fragments only
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY id DESC LIMIT ?"
@@ -202,8 +215,26 @@ def prepare(connection: sqlite3.Connection, path: Path) -> float | None:
     connection.executescript(f"BEGIN; {drop} {add} {_SCHEMA} {spans} COMMIT;")
     if version < SCHEMA_VERSION:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    # An edited row's timestamp of text, a blob, NULL or infinity would never
+    # be purged by age (text and blobs sort after every number, as in the index).
+    connection.execute(
+        f"DELETE FROM events WHERE timestamp IS NULL OR timestamp > {LATEST_TIME}"  # noqa: S608
+    )
+    last = connection.execute(
+        "SELECT seq FROM sqlite_sequence WHERE name = 'events'"
+    ).fetchone()
+    if last is not None and isinstance(last[0], int) and last[0] >= LAST_EVENT_ID:
+        raise JournalError(
+            f"The event journal {path} has used up its event ids; move it away"
+            " and Soul starts a new one"
+        )
+    return oldest_timestamp(connection)
+
+
+def oldest_timestamp(connection: sqlite3.Connection) -> float | None:
+    """Return the oldest event's timestamp (of those with one), or None."""
     row = connection.execute(
-        "SELECT timestamp FROM events ORDER BY id LIMIT 1"
+        f"SELECT timestamp FROM events WHERE {NUMERIC_TIME} ORDER BY id LIMIT 1"  # noqa: S608
     ).fetchone()
     return float(row[0]) if row is not None else None
 
