@@ -946,6 +946,39 @@ def test_a_full_hub_makes_room_for_a_user_holding_fewer(clock: Clock) -> None:
     assert len(hub.connections()) == 4
 
 
+def test_making_room_spares_administrators_and_is_rare(clock: Clock) -> None:
+    """A read-only user closed an administrator's clients, once a reconnect each."""
+    hub = StarHub(clock=clock, max_connections=6)
+    owner, kid = Principal("owner", is_admin=True), Principal("kid")
+    reader, guest = Principal("reader", may_control=False), Principal("guest")
+    peer = Peer()
+    clients: dict[str, Connection] = {}
+
+    def connect(client_id: str, principal: Principal) -> Connection:
+        clock.advance(1)
+        identity = Identity("agent", client_id, "world_1")
+        clients[client_id] = hub.connect(
+            identity, peer.send, peer.close, principal=principal
+        )
+        return clients[client_id]
+
+    for n in range(3):
+        connect(f"a{n}", owner)
+        connect(f"k{n}", kid)
+    with pytest.raises(HubFullError):
+        connect("r0", reader)  # a read-only user displaces no one
+    connect("g0", guest)  # the kid's oldest goes, never the owner's
+    assert clients["k0"].closed and not clients["a0"].closed
+    hub.disconnect(clients["g0"])
+    connect("k0", kid)  # the displaced client comes back
+    with pytest.raises(HubFullError):
+        connect("g0", guest)  # leaving and coming back: not again within a minute
+    assert not clients["k1"].closed
+    clock.advance(60)
+    connect("g0", guest)
+    assert clients["k1"].closed
+
+
 def test_human_ids_kept_for_users_are_bounded(clock: Clock) -> None:
     """A read-only user claimed 50 human ids in a black-box run, kept for good."""
     from custom_components.soul.core.star.connections import MAX_HUMANS_PER_USER

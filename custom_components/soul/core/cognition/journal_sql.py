@@ -73,13 +73,31 @@ COLUMNS: Final = (
     "id, trace_id, type, source, soul_id, session_id, terminal_id, timestamp,"
     " payload, psyche_state"
 )
+
+
 # What a page reads of each row: a text cut to what Soul writes (ids 256
 # characters, JSON 64 KiB), so an edited row of 10 MB is not read whole.
-SELECTED: Final = (
-    "id, substr(trace_id, 1, 256), substr(type, 1, 256), substr(source, 1, 256),"
-    " substr(soul_id, 1, 256), substr(session_id, 1, 256),"
-    " substr(terminal_id, 1, 256), timestamp, substr(payload, 1, 65536),"
-    " substr(psyche_state, 1, 65536)"
+# A text is cut only when its bytes say it is longer (``substr`` stops at a
+# NUL, which an id may hold); the reader cuts it to the exact length.
+def _capped(column: str, characters: int) -> str:
+    return (
+        f"CASE WHEN length(CAST({column} AS BLOB)) > {4 * characters}"
+        f" THEN substr({column}, 1, {characters}) ELSE {column} END"
+    )
+
+
+SELECTED: Final = ", ".join(
+    [
+        "id",
+        *(
+            _capped(column, 256)
+            for column in ("trace_id", "type", "source", "soul_id", "session_id")
+        ),
+        _capped("terminal_id", 256),
+        "timestamp",
+        _capped("payload", 65536),
+        _capped("psyche_state", 65536),
+    ]
 )
 # Past this event id the journal stops at open: SQLite's ids are running out.
 LAST_EVENT_ID: Final = MAX_EVENT_ID - 2**20
@@ -215,11 +233,11 @@ def prepare(connection: sqlite3.Connection, path: Path) -> float | None:
     connection.executescript(f"BEGIN; {drop} {add} {_SCHEMA} {spans} COMMIT;")
     if version < SCHEMA_VERSION:
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    # An edited row's timestamp of text, a blob, NULL or infinity would never
-    # be purged by age (text and blobs sort after every number, as in the index).
-    connection.execute(
-        f"DELETE FROM events WHERE timestamp IS NULL OR timestamp > {LATEST_TIME}"  # noqa: S608
-    )
+    # An edited row's timestamp of text, a blob or infinity would never be
+    # purged by age (text and blobs sort after every number, as in the index).
+    # Through the index (a NULL, possible only in a table rebuilt without its
+    # NOT NULL, would make it a scan of the table: it stays, read as none).
+    connection.execute(f"DELETE FROM events WHERE timestamp > {LATEST_TIME}")  # noqa: S608
     last = connection.execute(
         "SELECT seq FROM sqlite_sequence WHERE name = 'events'"
     ).fetchone()

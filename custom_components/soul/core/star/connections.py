@@ -7,8 +7,9 @@ slow client is then cut off) and ``close(code, reason)``. At most
 ``max_per_user`` (half of them) of one Home Assistant user; ``connect``
 refuses one more with ``HubFullError`` (the transport answers
 ``CONNECTION_FAILED`` and closes with 1013), except for a client taking over
-its own identity, or one of a user holding at least two fewer than the user
-holding the most, which takes the place of that user's oldest. ``tick`` sends heartbeats and closes the connections
+its own identity, or one of a user who may act holding at least two fewer
+than the user holding the most (administrators aside), which takes the place
+of that user's oldest, at most once a minute. ``tick`` sends heartbeats and closes the connections
 silent for too long. ``StarHub`` (``hub.py``) adds the frames.
 
 Identities (docs/security.md): a connection may carry the ``Principal`` of
@@ -58,6 +59,8 @@ MAX_SHARE_PER_USER = 0.5
 # Human ids kept as their users' (stored), the least recently used dropped.
 MAX_HUMANS_PER_USER = 32
 MAX_HUMAN_OWNERS = 4096
+# A user's clients displace at most one other user's client this often (s).
+DISPLACE_INTERVAL = 60.0
 
 
 class IdentityError(PermissionError):
@@ -152,6 +155,8 @@ class Connections:
         self._by_key: dict[tuple[str | None, str, str], Connection] = {}
         # human id → the Home Assistant user it belongs to
         self.human_owners: dict[str, str] = {}
+        # user id → when a client of theirs last displaced another's
+        self._displaced_at: dict[str, float] = {}
         self.stats = HubStats()
         self._listeners: list[Callable[[], None]] = []
 
@@ -299,7 +304,7 @@ class Connections:
         if len(remote) < self.max_connections:
             self._full_logged = False
             return
-        if user_id is not None and self._make_room(remote, user_id):
+        if principal is not None and self._make_room(remote, principal):
             return
         self.stats.refused_full += 1
         if not self._full_logged:  # once per stretch of refusals
@@ -313,20 +318,37 @@ class Connections:
             " try again later"
         )
 
-    def _make_room(self, remote: list[Connection], user_id: str) -> bool:
+    def _make_room(self, remote: list[Connection], principal: Principal) -> bool:
         """Close the oldest connection of the user holding the most, if it evens them out.
 
         With each user held to half the hub, two users filled it for
-        everyone else (a black-box run, 2026-11-29). A user holding at
-        least two connections fewer than the one holding the most takes the
-        place of that user's oldest: every user gets in, and the shares
-        settle within one of each other without clients displacing each
-        other back and forth.
+        everyone else (a black-box run, 2026-11-29). A user who may act,
+        holding at least two connections fewer than the user holding the
+        most, takes the place of that user's oldest: every user gets in, and
+        the shares settle within one of each other without clients
+        displacing each other back and forth. An administrator's clients
+        are never displaced, a read-only user displaces none, and a user
+        displaces at most one client every ``DISPLACE_INTERVAL`` (leaving and
+        coming back would otherwise close another's client each time).
         """
-        held = Counter(c.user_id for c in remote if c.user_id is not None)
-        if not held:
+        user_id = principal.user_id
+        now = self._clock()
+        if (
+            user_id is None
+            or not principal.may_control
+            or now - self._displaced_at.get(user_id, -DISPLACE_INTERVAL)
+            < DISPLACE_INTERVAL
+        ):
             return False
-        top, most = held.most_common(1)[0]
+        held = Counter(c.user_id for c in remote if c.user_id is not None)
+        movable = Counter(
+            c.user_id
+            for c in remote
+            if c.user_id is not None and not c.principal.is_admin  # type: ignore[union-attr]
+        )
+        if not movable:
+            return False
+        top, most = movable.most_common(1)[0]
         if held[user_id] + 2 > most:
             return False
         oldest = min(
@@ -336,6 +358,9 @@ class Connections:
             "Star hub is full; %s gives its place to another user's client",
             oldest.identity,
         )
+        if len(self._displaced_at) >= MAX_HUMAN_OWNERS:
+            self._displaced_at.clear()
+        self._displaced_at[user_id] = now
         oldest.closed = True
         del self._by_key[self._key(oldest.identity)]
         oldest.close(CLOSE_TRY_LATER, "the hub is full; its place went to another user")
