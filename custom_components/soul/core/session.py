@@ -144,13 +144,8 @@ class Session:
         )
         turns = data.get("turns")
         for turn in turns[-MAX_TURNS:] if isinstance(turns, list) else ():
-            if (
-                isinstance(turn, dict)
-                and (role := turn.get("role")) in ("user", "assistant")
-                and isinstance(content := turn.get("content"), str)
-            ):
-                text = untrusted.clean(content, MAX_TEXT, users_own=role == "user")
-                session.add_turn(role, text)
+            if (read := stored_turn(turn)) is not None:
+                session.add_turn(read["role"], read["content"])
         session.turn_count = max(
             session.turn_count, stored.count(data.get("turn_count"))
         )
@@ -160,6 +155,24 @@ class Session:
         )
         session.summary_turns = min(stored.count(covered), session.turn_count)
         return session
+
+
+def stored_turn(turn: Any) -> dict[str, str] | None:
+    """Return a stored turn (a session's, a queued memory's message) as added, or None.
+
+    Its role is the user's or the assistant's, its content text, cleaned and
+    cut as when it was added: the user's own words keep their bidi marks.
+    """
+    if not (
+        isinstance(turn, dict)
+        and (role := turn.get("role")) in ("user", "assistant")
+        and isinstance(content := turn.get("content"), str)
+    ):
+        return None
+    return {
+        "role": role,
+        "content": untrusted.clean(content, MAX_TEXT, users_own=role == "user"),
+    }
 
 
 def extractive_summary(session: Session) -> str:

@@ -91,9 +91,15 @@ SELECTED: Final = ", ".join(
         "id",
         *(
             _capped(column, 256)
-            for column in ("trace_id", "type", "source", "soul_id", "session_id")
+            for column in (
+                "trace_id",
+                "type",
+                "source",
+                "soul_id",
+                "session_id",
+                "terminal_id",
+            )
         ),
-        _capped("terminal_id", 256),
         "timestamp",
         _capped("payload", 65536),
         _capped("psyche_state", 65536),

@@ -17,10 +17,9 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import stored, untrusted
-from ..chat_request import MAX_TEXT
+from .. import stored
 from ..logs import trace_logger
-from ..session import MAX_TURNS
+from ..session import MAX_TURNS, stored_turn
 from .base import MemoryBackend, MemoryBackendError, MemoryItem
 
 _LOGGER = trace_logger(__name__)
@@ -302,20 +301,9 @@ def _stored_entry(raw: Any, now: float) -> dict[str, Any] | None:
         or metadata.get("type") not in _MEMORY_TYPES
     ):
         return None
-    kept: list[dict[str, str]] = []
-    for message in messages:
-        if not (
-            isinstance(message, dict)
-            and (role := message.get("role")) in ("user", "assistant")
-            and isinstance(content := message.get("content"), str)
-        ):
-            return None
-        kept.append(
-            {
-                "role": role,
-                "content": untrusted.clean(content, MAX_TEXT, users_own=role == "user"),
-            }
-        )
+    kept = [stored_turn(message) for message in messages]
+    if None in kept:
+        return None
     tags = metadata.get("tags")
     ids = {key: metadata.get(key) for key in _METADATA_IDS}
     if any(
@@ -326,7 +314,7 @@ def _stored_entry(raw: Any, now: float) -> dict[str, Any] | None:
     ):
         return None
     return {
-        "messages": kept,
+        "messages": kept,  # every one read
         "user_id": user_id,
         "agent_id": agent_id,
         "infer": raw.get("infer") is not False,

@@ -9,8 +9,8 @@ refuses one more with ``HubFullError`` (the transport answers
 ``CONNECTION_FAILED`` and closes with 1013), except for a client taking over
 its own identity, or one of a user who may act holding at least two fewer
 than the user holding the most (administrators aside), which takes the place
-of that user's oldest, at most once a minute. ``tick`` sends heartbeats and closes the connections
-silent for too long. ``StarHub`` (``hub.py``) adds the frames.
+of that user's oldest, at most once a minute. ``tick`` sends heartbeats and
+closes the connections silent for too long. ``StarHub`` (``hub.py``) adds the frames.
 
 Identities (docs/security.md): a connection may carry the ``Principal`` of
 its token. ``reserved`` identities (Soul's own agents) are refused to every
