@@ -23,6 +23,8 @@ from custom_components.soul.core.star.hub import (
     PERMISSION_DENIED,
     RATE_LIMITED,
     RECIPIENT_NOT_FOUND,
+    USER_BURST_FACTOR,
+    USER_RATE_FACTOR,
     VALIDATION_ERROR,
     Connection,
     HubFullError,
@@ -415,6 +417,73 @@ def test_rate_limit_is_per_client(clock: Clock) -> None:
     hub.receive(a2, envelope(a2, ("environment", "world_1")))
     assert len(env_peer.texts) == 3
     assert p2.texts == []
+
+
+def _users_agents(
+    hub: StarHub, principal: Principal | None, count: int, prefix: str
+) -> list[tuple[Connection, Peer]]:
+    out = []
+    for n in range(count):
+        peer = Peer()
+        identity = Identity("agent", f"{prefix}{n:02d}", "world_1")
+        out.append(
+            (hub.connect(identity, peer.send, peer.close, principal=principal), peer)
+        )
+        peer.clear()
+    return out
+
+
+def test_a_users_clients_share_one_budget(clock: Clock) -> None:
+    """One user's 128 places let 128 clients' rates through (a black-box run)."""
+    hub = StarHub(clock=clock, rate=10.0, burst=5)
+    _env, env_peer = join(hub, "environment", "world_1")
+    flooders = _users_agents(hub, Principal("kid"), 20, "kid")
+    for agent, _peer in flooders:  # each within its own burst: 100 in all
+        for _ in range(5):
+            hub.receive(agent, envelope(agent, ("environment", "world_1")))
+    shared = hub.burst * USER_BURST_FACTOR
+    assert shared == 50
+    assert len(env_peer.texts) == shared
+    told = [(a, p.received) for a, p in flooders if p.texts]
+    assert len(told) == 10  # the ten clients that found the budget spent
+    for agent, [error] in told:
+        assert_error(error, RATE_LIMITED, agent)
+        assert "this user's clients together" in error["payload"]["message"]
+    # Another user's client is not held back by them.
+    [(mum, mum_peer)] = _users_agents(hub, Principal("mum"), 1, "mum")
+    hub.receive(mum, envelope(mum, ("environment", "world_1")))
+    assert len(env_peer.texts) == shared + 1
+    assert mum_peer.texts == []
+    # The user's budget comes back at twenty clients' rate.
+    clock.advance(0.1)
+    env_peer.clear()
+    for agent, _peer in flooders:
+        hub.receive(agent, envelope(agent, ("environment", "world_1")))
+    assert len(env_peer.texts) == 0.1 * hub.rate * USER_RATE_FACTOR == 20
+
+
+def test_leaving_and_coming_back_keeps_the_users_budget(clock: Clock) -> None:
+    hub = StarHub(clock=clock, rate=10.0, burst=5)
+    _env, env_peer = join(hub, "environment", "world_1")
+    kid = Principal("kid")
+    for round_ in range(3):
+        agents = _users_agents(hub, kid, 10, f"r{round_}k")
+        for agent, _peer in agents:
+            for _ in range(5):
+                hub.receive(agent, envelope(agent, ("environment", "world_1")))
+        for agent, _peer in agents:
+            hub.disconnect(agent)
+    assert len(env_peer.texts) == hub.burst * USER_BURST_FACTOR
+
+
+def test_clients_without_a_user_have_only_their_own_budget(clock: Clock) -> None:
+    """The standalone hub has no users: each client is limited alone."""
+    hub = StarHub(clock=clock, rate=10.0, burst=5)
+    _env, env_peer = join(hub, "environment", "world_1")
+    for agent, _peer in _users_agents(hub, None, 20, "anon"):
+        for _ in range(5):
+            hub.receive(agent, envelope(agent, ("environment", "world_1")))
+    assert len(env_peer.texts) == 100
 
 
 def test_size_limit(clock: Clock) -> None:

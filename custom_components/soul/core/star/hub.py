@@ -40,6 +40,8 @@ from .connections import (
     HEARTBEAT_INTERVAL,
     IDLE_TIMEOUT,
     MAX_CONNECTIONS,
+    USER_BURST_FACTOR,
+    USER_RATE_FACTOR,
     Connection,
     Connections,
     HubFullError,
@@ -104,6 +106,8 @@ __all__ = [
     "PERMISSION_DENIED",
     "RATE_LIMITED",
     "RECIPIENT_NOT_FOUND",
+    "USER_BURST_FACTOR",
+    "USER_RATE_FACTOR",
     "VALIDATION_ERROR",
     "Connection",
     "Frame",
@@ -352,16 +356,27 @@ class StarHub(Connections):
             connection.tokens + (now - connection.token_time) * self.rate * scale,
         )
         connection.token_time = now
-        if tokens < 1:
+        shared = self._user_budget(connection, now)
+        if tokens < 1 or (shared is not None and shared.tokens < 1):
             connection.tokens = tokens
             connection.dropped += 1
             if not connection.limited:  # once per stretch, not once per frame
                 connection.limited = True
-                self._error(connection, RATE_LIMITED, "too many messages; slow down",
-                            message_id, index=index,
-                            suggested="wait and resend")  # fmt: skip
+                self._error(
+                    connection,
+                    RATE_LIMITED,
+                    "too many messages; slow down"
+                    if tokens < 1
+                    else "too many messages from this user's clients together; "
+                    "slow down",
+                    message_id,
+                    index=index,
+                    suggested="wait and resend",
+                )
             return False
         connection.tokens = tokens - 1
+        if shared is not None:
+            shared.tokens -= 1
         connection.limited = False
         return True
 
