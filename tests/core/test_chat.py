@@ -511,9 +511,14 @@ def test_a_bodys_words_in_a_reply_make_no_markdown(key: str) -> None:
     hostile = (
         "![m](http://evil.example/p.png) [sign in](http://evil.example)"
         " <img src=http://evil.example/q.png> <http://evil.example/r>"
+        " https://evil.example/s www.evil.example WWW.evil.example me@evil.example"
     )
     for text in ("turn it on", "开灯"):
         reply = phrase(text, key, hostile)
-        assert not set("[]<>") & set(reply)
-        assert "!［m］(http://evil.example/p.png) ［sign in］" in reply
-        assert "＜img src=http://evil.example/q.png＞" in reply
+        assert not set("[]<>@") & set(reply)
+        assert "://" not in reply
+        assert "www." not in reply.lower()
+        assert "!［m］(http：//evil.example/p.png) ［sign in］" in reply
+        assert "＜img src=http：//evil.example/q.png＞" in reply
+        assert "https：//evil.example/s www．evil.example WWW．evil.example" in reply
+        assert "me＠evil.example" in reply

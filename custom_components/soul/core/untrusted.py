@@ -166,6 +166,10 @@ def is_text(value: Any, max_length: int) -> bool:
 # the reply was shown (a black-box run, 2026-11-29); Home Assistant's Markdown
 # keeps an <img src> too.
 _INERT_IN_MARKDOWN = str.maketrans({"[": "［", "]": "］", "<": "＜", ">": "＞"})
+# What GitHub's Markdown (Home Assistant's) links without brackets: an
+# address after a scheme, one beginning "www." and a mail address.
+_BARE_LINK = re.compile(r"://|(?i:www)\.|@")
+_BARE_LINK_INERT = {"://": "：//", "@": "＠"}
 # What makes an image or an HTML tag of a model's Markdown (``markdown_tame``).
 # An autolink to a web or mail address (``<https://…>``, CommonMark's: no
 # space, ``<`` or ``>`` inside) is a link, not a tag: its ``<`` stays.
@@ -189,9 +193,16 @@ def markdown_inert(value: str) -> str:
     For third parties' text that Soul puts into what Home Assistant renders as
     Markdown (its replies in Assist, repair issues): square and angle brackets
     become their full-width forms, which read the same and work in no
-    Markdown or HTML.
+    Markdown or HTML. So do what makes a bare address a link (GitHub's
+    Markdown links ``https://…``, ``www.…`` and ``a@b.c`` without brackets):
+    the colon before ``//``, the dot after ``www`` and ``@``.
     """
-    return value.translate(_INERT_IN_MARKDOWN)
+    return _BARE_LINK.sub(_bare_link_inert, value.translate(_INERT_IN_MARKDOWN))
+
+
+def _bare_link_inert(match: re.Match[str]) -> str:
+    found = match.group()
+    return _BARE_LINK_INERT.get(found) or found[:3] + "．"
 
 
 def markdown_tame(value: str) -> str:
