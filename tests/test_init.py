@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 import json
 from typing import Any
 
+from homeassistant.auth.const import GROUP_ID_USER
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import (
+    CLIENT_ID,
     MockConfigEntry,
+    MockUser,
     async_fire_mqtt_message,
 )
 from pytest_homeassistant_custom_component.components.diagnostics import (
@@ -106,6 +110,27 @@ async def test_diagnostics_redact_a_password_in_the_endpoint(
     hidden = fake_llm.base_url.replace("http://", "http://**REDACTED**@")
     assert diagnostics["data"][CONF_LLM_BASE_URL] == hidden + "?**REDACTED**"
     assert diagnostics["llm"]["base_url"] == hidden + "?**REDACTED**"
+
+
+async def test_diagnostics_are_for_administrators(
+    hass: HomeAssistant,
+    hass_client: ClientSessionGenerator,
+    hass_read_only_user: MockUser,
+    mqtt_mock: Any,
+    fake_llm: FakeOpenAI,
+) -> None:
+    """Home Assistant serves the download to any signed-in user; Soul's, to admins."""
+    entry = await _entry_with_diagnostics(hass, {CONF_LLM_BASE_URL: fake_llm.base_url})
+    url = f"/api/diagnostics/config_entry/{entry.entry_id}"
+    admin = await hass_client()
+    assert (await admin.get(url)).status == HTTPStatus.OK
+    user = await hass.auth.async_create_user("Kid", group_ids=[GROUP_ID_USER])
+    for who in (user, hass_read_only_user):
+        refresh = await hass.auth.async_create_refresh_token(who, CLIENT_ID)
+        client = await hass_client(hass.auth.async_create_access_token(refresh))
+        response = await client.get(url)
+        assert response.status == HTTPStatus.UNAUTHORIZED
+        assert "soul" not in (await response.text()).lower()
 
 
 async def test_diagnostics_redact_the_api_key(

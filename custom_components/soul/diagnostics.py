@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from homeassistant.components.diagnostics import async_redact_data
+from homeassistant.components.http import KEY_HASS_USER
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import Unauthorized
+from homeassistant.helpers.http import current_request
 
 from .const import (
     CONF_LLM_API_KEY,
@@ -37,7 +40,16 @@ def _redacted(settings: dict[str, Any], keys: set[str]) -> dict[str, Any]:
 async def async_get_config_entry_diagnostics(
     hass: HomeAssistant, entry: SoulConfigEntry
 ) -> dict[str, Any]:
-    """Return what helps to debug a Soul hub, without secrets."""
+    """Return what helps to debug a Soul hub, without secrets; administrators only.
+
+    Home Assistant serves the download over REST to any signed-in user
+    (its WebSocket commands ask for an administrator): diagnostics name
+    Home Assistant's users, Star clients and bodies' last commands.
+    """
+    if (request := current_request.get()) is not None and not (
+        (user := request.get(KEY_HASS_USER)) is not None and user.is_admin
+    ):
+        raise Unauthorized
     runtime = entry.runtime_data
     memory = runtime.memory
     counts: dict[str, int | str] = {}
