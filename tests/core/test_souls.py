@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from custom_components.soul.core import stored
 from custom_components.soul.core.emotion.dynamics import ExecMode
 from custom_components.soul.core.emotion.labels import Emotion
 from custom_components.soul.core.emotion.persona import persona_from_mbti
@@ -205,9 +204,14 @@ async def test_a_damaged_stored_time_neither_hangs_nor_fails_the_tick(
     )
     env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
     await env.hub.tick()
-    # A time ahead of the clock stays, up to a day (the clock may start behind).
-    assert env.hub.snapshot("s1").at == (T0 if at < 0 else T0 + stored.CLOCK_SLACK)
+    # A time ahead of the clock is the clock's: the soul evolves from now on.
+    assert env.hub.snapshot("s1").at == T0
     assert [topic for topic, *_ in env.sent] == ["soul/terminal/t1/emotion_update"]
+    env.clock.now += 30
+    await env.hub.tick()
+    assert env.hub.snapshot("s1").at == T0 + 30
+    moved = env.hub.snapshot("s1")
+    assert (moved.p, moved.a, moved.d) != (0, 0, 0)  # toward its baseline
 
 
 def test_bindings_are_bounded_the_least_recently_bound_going_first() -> None:

@@ -161,9 +161,12 @@ class SoulHub:
         for soul_id, soul in fresh.items():
             if soul_id in self._states:
                 continue
+            # A time ahead of the clock is now: the soul lives on from here
+            # (a Pi's clock may start behind, and a damaged time a day ahead
+            # left the soul unchanged for that day).
             saved = SoulState.from_dict(
                 self._stored_states.pop(soul_id, None),
-                now + stored.CLOCK_SLACK,  # the clock may start a little behind
+                now,
                 soul.persona.shock_cooldown,
             )
             self._states[soul_id] = (
