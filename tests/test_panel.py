@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+import json
 from pathlib import Path
 import re
 from typing import Any
 
 from homeassistant.components import frontend
 from homeassistant.core import HomeAssistant
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import (
+    MockConfigEntry,
+    async_fire_mqtt_message,
+)
 from pytest_homeassistant_custom_component.typing import (
     ClientSessionGenerator,
     WebSocketGenerator,
@@ -20,6 +24,7 @@ from custom_components.soul.core.body_stats import DecisionLog, InvokeStats
 from custom_components.soul.core.terminal import Decision
 from custom_components.soul.websocket_panel import MAX_SOUL_SUBSCRIPTIONS
 
+from .core.spec_payloads import catalog
 from .test_terminals import T, announce
 
 FRONTEND = Path(panel.__file__).parent / "frontend"
@@ -328,6 +333,34 @@ async def test_bodies_list_is_scoped_and_counts_invocations(
     assert [b["terminal_id"] for b in mine["result"]["bodies"]] == [T]
     one = await _call(admin, {"type": "soul/bodies/list", "terminal_id": "dads-body"})
     assert [b["terminal_id"] for b in one["result"]["bodies"]] == ["dads-body"]
+
+
+async def test_a_catalogs_unchecked_intent_name_is_not_shown(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_ws_client: WebSocketGenerator,
+) -> None:
+    """A catalog's "intent_name" (a response's field) showed unchecked (black box).
+
+    "Door\u2069\u202ekcol" read as "Door lock" on the Bodies tab; a
+    catalog intent's name is checked as one line, so the tab shows that, or
+    the intent's id.
+    """
+    announce(hass)
+    await hass.async_block_till_done()
+    hostile = catalog(terminal_id=T, catalog_version=13)
+    for intent in hostile["intent_catalog"]:
+        intent.pop("name", None)
+        intent["intent_name"] = "Door\u2069\u202ekcol <b>\n"
+    async_fire_mqtt_message(
+        hass, f"soul/terminal/{T}/intent_catalog", json.dumps(hostile)
+    )
+    await hass.async_block_till_done()
+    admin = await hass_ws_client(hass)
+    answer = await _call(admin, {"type": "soul/bodies/list", "terminal_id": T})
+    [body] = answer["result"]["bodies"]
+    assert body["intents"]
+    assert [i["name"] for i in body["intents"]] == [i["id"] for i in body["intents"]]
 
 
 async def test_chat_refusals_are_error_codes(

@@ -378,7 +378,9 @@ def _body_view(
         "intents": [
             {
                 "id": _text(i.get("id")),
-                "name": _text(i.get("name") or i.get("intent_name")),
+                # A catalog intent's name (checked as one line), else its id;
+                # "intent_name" is a response's field, unchecked in a catalog.
+                "name": _text(i.get("name", i.get("id"))),
                 "skill": _text(i.get("skill")),
             }
             for i in (() if catalog is None else catalog.intents[:MAX_LISTED])

@@ -479,3 +479,60 @@ def test_a_reply_of_spaces_and_no_reply_streams_nothing_at_the_limit() -> None:
     text = " " * 4090 + "NO_REPLY"
     pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
     assert _streamed(pieces, limit=4096) == []
+
+
+_BIDI_OPENERS = "\u202a\u202b\u202d\u202e\u2066\u2067\u2068"
+
+
+def _runs_balanced(text: str) -> bool:
+    """Whether every bidi run of ``text`` closes what it opened, in its paragraph."""
+    runs: list[str] = []
+    for char in text:
+        if char in _BIDI_OPENERS:
+            runs.append(char)
+        elif char == "\u202c":
+            if not runs or runs.pop() in "\u2066\u2067\u2068":
+                return False
+        elif char == "\u2069":  # closes its isolate and the runs inside it
+            if not any(run in "\u2066\u2067\u2068" for run in runs):
+                return False
+            while runs.pop() not in "\u2066\u2067\u2068":
+                pass
+        elif char in "\n\r\x1c\x1d\x1e\x85\u2029" and runs:
+            return False
+    return not runs
+
+
+def test_a_stray_closer_in_a_users_words_cannot_leave_the_page_s_isolate() -> None:
+    """A stray U+2069 in "AAAA\u2069\u202eBBBB" left the panel's isolate (black box)."""
+    request = parse_chat_request(
+        {
+            "session_id": "s",
+            "terminal_id": "t",
+            "inputs": [{"type": "keyboard_text", "text": "AAAA\u2069\u202eBBBB"}],
+        }
+    )
+    assert request.text == "AAAA\u202eBBBB\u202c"
+    # What the user opened and closed is kept as it was.
+    quoted = "quote: \u2067שלום\u2069 and \u202bرلم\u202c."
+    assert untrusted.bidi_balanced(quoted) == quoted
+    # A run left open ends with its line, as it would on its own.
+    assert untrusted.bidi_balanced("a\u202eb\nc") == "a\u202eb\u202c\nc"
+    assert untrusted.clean("a\u202eb", 100, users_own=True) == "a\u202eb\u202c"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            "ab\n\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+        )
+    )
+)
+def test_a_users_bidi_runs_are_balanced_and_the_rest_kept(text: str) -> None:
+    balanced = untrusted.bidi_balanced(text)
+    assert _runs_balanced(balanced)
+    assert untrusted.bidi_balanced(balanced) == balanced
+    # Only bidi controls are dropped or added; the words stay in order.
+    assert [c for c in balanced if c in "ab\n"] == [c for c in text if c in "ab\n"]
+    assert len(balanced) <= len(text) + untrusted.MAX_BIDI_RUNS

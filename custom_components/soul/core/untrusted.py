@@ -90,6 +90,12 @@ _BAD_IN_TEXT = re.compile(f"[{_CONTROLS_IN_TEXT}]")
 # nothing.
 _BAD_IN_SHOWN_TEXT = re.compile(f"[{_CONTROLS_IN_TEXT}\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+# The bidirectional controls that open or close a run, and what ends a
+# paragraph (which closes every run): ``bidi_balanced``.
+_BIDI_RUNS = re.compile("[\u202a-\u202e\u2066-\u2069\n\r\x1c-\x1e\x85\u2029]")
+_ISOLATES = "\u2066\u2067\u2068"  # LRI, RLI, FSI: closed by PDI (U+2069)
+_PDF, _PDI = "\u202c", "\u2069"
+MAX_BIDI_RUNS = 16  # runs a text opens; later openers are dropped
 
 
 class UntrustedInputError(ValueError):
@@ -257,14 +263,69 @@ def clean(
     In free text (``multiline``) the bidirectional embeddings, overrides and
     isolates are bad characters too (``_BAD_IN_SHOWN_TEXT``), unless it is a
     user's own text (``users_own``: a stored chat turn of theirs), which
-    ``text`` accepted with them.
+    ``text`` accepted with them, closed where they began (``bidi_balanced``;
+    the closers added may take the text up to ``MAX_BIDI_RUNS`` characters
+    past ``max_length``).
     """
     if not isinstance(value, str):
         value = "" if value is None else str(value)
     value = value[:max_length]
     if not multiline:
         return _BAD_IN_LINE.sub("\ufffd", value)
-    return (_BAD_IN_TEXT if users_own else _BAD_IN_SHOWN_TEXT).sub("\ufffd", value)
+    if users_own:
+        return bidi_balanced(_BAD_IN_TEXT.sub("\ufffd", value))
+    return _BAD_IN_SHOWN_TEXT.sub("\ufffd", value)
+
+
+def bidi_balanced(value: str) -> str:
+    """Return ``value`` with its bidirectional runs closed where they began.
+
+    A user's own text keeps its embeddings, overrides and isolates (``clean``),
+    but shown inside a page's isolated element, a closer it never opened
+    closes the page's ("a\u2069\u202eb" reversed the panel's label after
+    the user's words: black box, 2026-11-29), and a run it leaves open
+    reaches into the words after it (a summary joins turns). Closers
+    without an opener are dropped, and every run still open is closed
+    before the paragraph ends, as Unicode's algorithm would close them at
+    the end of the paragraph: the text reads the same on its own. A text
+    opens at most ``MAX_BIDI_RUNS`` runs (so at most as many closers are
+    added); later openers are dropped.
+    """
+    if _BIDI_RUNS.search(value) is None:
+        return value
+    out: list[str] = []
+    runs: list[str] = []  # openers, innermost last
+    opened = 0
+    at = 0
+    for match in _BIDI_RUNS.finditer(value):
+        char = match.group()
+        out.append(value[at : match.start()])
+        at = match.end()
+        if char == _PDF:
+            if not runs or runs[-1] in _ISOLATES:
+                continue  # nothing of its own to close
+            runs.pop()
+        elif char == _PDI:
+            if not any(run in _ISOLATES for run in runs):
+                continue
+            while runs.pop() not in _ISOLATES:
+                pass  # a PDI closes the runs opened inside its isolate too
+        elif char in _ISOLATES or "\u202a" <= char <= "\u202e":
+            if opened == MAX_BIDI_RUNS:
+                continue
+            opened += 1
+            runs.append(char)
+        else:  # a paragraph ends: its runs end before it
+            out.extend(_closer(run) for run in reversed(runs))
+            runs.clear()
+        out.append(char)
+    out.append(value[at:])
+    out.extend(_closer(run) for run in reversed(runs))
+    return "".join(out)
+
+
+def _closer(opener: str) -> str:
+    return _PDI if opener in _ISOLATES else _PDF
 
 
 def _too_deep(value: Any, max_depth: int) -> bool:
