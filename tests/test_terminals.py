@@ -404,19 +404,58 @@ async def test_device_actions(hass: HomeAssistant, body: Body) -> None:
         "action": "点头",
         "duration_seconds": 2.0,
     }
-    await device_action.async_call_action_from_config(
-        hass,
+    step = {
+        "domain": DOMAIN,
+        "device_id": target,
+        "type": "invoke_skill",
+        "subtype": "set_head_motion",
+        "action": "点头",
+    }
+    # A named step's own keys are not the skill's arguments.
+    named = {**step, "alias": "Nod", "enabled": True, "continue_on_error": False}
+    for config in (step, named):
+        await device_action.async_call_action_from_config(hass, config, {}, None)
+        assert body.requests[-1]["arguments"] == {"action": "点头"}
+
+
+def test_a_bodys_odd_argument_names_and_choices_make_no_fields() -> None:
+    """A hostile body named arguments "type" and "device_id", and NUL and bidi ones.
+
+    The action editor showed them as they were, and its own keys would have
+    been overwritten (black box, 2026-11-29). ``soul.invoke_skill`` still
+    takes every argument.
+    """
+    odd = "x\u202ey\u0000z\n<b>"
+    properties: dict[str, Any] = {
+        name: {"type": "string"}
+        for name in ("type", "device_id", "domain", "subtype", "alias", "metadata", odd)
+    }
+    properties["y" * 500] = {"type": "string"}
+    properties["mood"] = {"type": "string", "enum": ["calm", "wild\u202e"]}
+    properties["level"] = {"type": "integer", "enum": [1, 2, 3]}
+    properties["color"] = {"type": "string", "enum": ["red", "green"]}
+    snapshot = parse_skills(
+        T,
         {
-            "domain": DOMAIN,
-            "device_id": target,
-            "type": "invoke_skill",
-            "subtype": "set_head_motion",
-            "action": "点头",
+            "skills": [
+                {
+                    "name": "odd",
+                    "input_schema": {"type": "object", "properties": properties},
+                }
+            ]
         },
-        {},
-        None,
     )
-    assert body.requests[-1]["arguments"] == {"action": "点头"}
+    skill = snapshot.skill("odd")
+    assert skill is not None, snapshot.rejected
+    schema = fields_schema(skill)
+    assert sorted(str(key) for key in schema.schema) == ["color", "level", "mood"]
+    assert schema({"mood": "wild\u202e", "level": "2", "color": "red"}) == {
+        "mood": "wild\u202e",  # typed in: its choices are not all clean lines
+        "level": 2,  # a number, as the skill asks, not the text "2"
+        "color": "red",
+    }
+    with pytest.raises(vol.Invalid):
+        schema({"color": "blue"})
 
 
 def test_action_fields_of_a_property_with_a_list_of_types() -> None:

@@ -11,7 +11,9 @@ from homeassistant.helpers.typing import ConfigType, TemplateVarsType
 import voluptuous as vol
 
 from .const import DOMAIN
-from .core.protocol import Skill
+from .core import untrusted
+from .core.protocol import MAX_INTENT_ID_LENGTH, Skill
+from .core.skill_profiles import string_enum
 from .helpers import (
     async_invoke_or_raise,
     find_terminal_id,
@@ -25,6 +27,11 @@ ACTION_SCHEMA = cv.DEVICE_ACTION_BASE_SCHEMA.extend(
     {vol.Required(CONF_TYPE): ACTION_TYPE, vol.Required(CONF_SUBTYPE): cv.string},
     extra=vol.ALLOW_EXTRA,
 )
+# The action's own keys (Home Assistant's and Soul's): everything else in an
+# action is a skill argument. A skill argument of one of these names has no
+# field (soul.invoke_skill takes it): a hostile body named them "type" and
+# "device_id", which the form would have overwritten (black box, 2026-11-29).
+_ACTION_KEYS = frozenset(str(key) for key in ACTION_SCHEMA.schema)
 _TYPES: dict[str, Any] = {
     "number": vol.Coerce(float),
     "integer": vol.Coerce(int),
@@ -43,12 +50,20 @@ def _skill(hass: HomeAssistant, device_id: str, name: str) -> Skill | None:
 
 
 def fields_schema(skill: Skill) -> vol.Schema:
-    """Return a form schema for the skill's arguments (enums become choices)."""
+    """Return a form schema for the skill's arguments (string enums become choices).
+
+    A body's words become the form's labels and choices as they are: an
+    argument is a field only when its name is a clean line that is not one
+    of the action's own keys, and an enum a choice only when its values are
+    clean lines a select could hold (``string_enum``); else it is typed in.
+    """
     fields: dict[Any, Any] = {}
     for name, prop in skill.properties.items():
+        if name in _ACTION_KEYS or not untrusted.is_text(name, MAX_INTENT_ID_LENGTH):
+            continue
         marker = vol.Required if name in skill.required else vol.Optional
-        if isinstance(prop.get("enum"), list) and prop["enum"]:
-            fields[marker(name)] = vol.In([str(v) for v in prop["enum"]])
+        if (options := string_enum(prop)) is not None:
+            fields[marker(name)] = vol.In(list(options))
         else:
             fields[marker(name)] = _TYPES.get(_one_type(prop.get("type")), cv.string)
     return vol.Schema(fields)
@@ -100,9 +115,12 @@ async def async_call_action_from_config(
     variables: TemplateVarsType,
     context: Context | None,
 ) -> None:
-    """Invoke the skill with the action's fields as arguments."""
-    skip = {CONF_DOMAIN, CONF_DEVICE_ID, CONF_TYPE, CONF_SUBTYPE, "metadata"}
-    arguments = {k: v for k, v in config.items() if k not in skip}
+    """Invoke the skill with the action's fields as arguments.
+
+    Not its own keys: an action's ``alias``, ``enabled`` or
+    ``continue_on_error`` went to the body as arguments.
+    """
+    arguments = {k: v for k, v in config.items() if k not in _ACTION_KEYS}
     await async_invoke_or_raise(
         loaded_entry(hass),
         terminal_id_of_device(hass, config[CONF_DEVICE_ID]),
