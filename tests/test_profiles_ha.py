@@ -69,9 +69,23 @@ async def test_profile_actions_are_the_callers(
         return_response=True, context=Context(user_id=hass_admin_user.id),
     )  # fmt: skip
     assert read["profile"]["name"] == "Kiddo"
+    # A bad value is the schema's error (a 500 through Home Assistant 2026.2's
+    # REST API when it was the store's); only the store counts the total.
+    for bad in (
+        {"name": "x" * 100},
+        {"name": "a\nb"},
+        {"preferences": {"": "v"}},
+        {"preferences": {"k\n": "v"}},
+        {"preferences": {"k": "v" * 300}},
+    ):
+        with pytest.raises(vol.Invalid):
+            await hass.services.async_call(
+                DOMAIN, "update_profile", bad, blocking=True, context=as_kid
+            )
     with pytest.raises(ServiceValidationError):
         await hass.services.async_call(
-            DOMAIN, "update_profile", {"name": "x" * 100}, blocking=True,
+            DOMAIN, "update_profile",
+            {"preferences": {f"k{n}": "v" for n in range(33)}}, blocking=True,
             context=as_kid,
         )  # fmt: skip
     # Too many preferences are refused before one is read.

@@ -25,7 +25,13 @@ from .const import CONF_MBTI_TYPE, CONF_NAME, CONF_PERSONA, CONF_USER_ID, DOMAIN
 from .core import untrusted
 from .core.access import AccessError
 from .core.cognition.events import MAX_EVENT_ID, MAX_EVENT_TYPES, EventType, parse_query
-from .core.cognition.profiles import MAX_PREFERENCES, ProfileError
+from .core.cognition.profiles import (
+    MAX_KEY,
+    MAX_NAME,
+    MAX_PREFERENCES,
+    MAX_VALUE,
+    ProfileError,
+)
 from .core.invoker import MAX_ARGUMENTS_BYTES
 from .core.memory import MEMORY_TYPES, MemoryBackendError
 from .core.memory.manager import MemoryManager
@@ -70,13 +76,19 @@ MAX_DEVICES = 16  # device ids an invoke_skill call may name (one is used)
 MAX_MEMORY_TEXT = 4096
 
 
-def text(max_length: int = MAX_ID, *, multiline: bool = False) -> Callable[[Any], str]:
+def text(
+    max_length: int = MAX_ID, *, multiline: bool = False, required: bool = True
+) -> Callable[[Any], str]:
     """Return a voluptuous validator: ``core.untrusted.text`` within ``max_length``."""
 
     def validate(value: Any) -> str:
         try:
             return untrusted.text(
-                cv.string(value), "value", max_length=max_length, multiline=multiline
+                cv.string(value),
+                "value",
+                max_length=max_length,
+                multiline=multiline,
+                required=required,
             )
         except untrusted.UntrustedInputError as err:
             raise vol.Invalid(str(err)) from None
@@ -197,14 +209,17 @@ GET_PROFILE_SCHEMA = vol.Schema({vol.Optional(CONF_USER_ID): text()})
 UPDATE_PROFILE_SCHEMA = vol.Schema(
     {
         vol.Optional(CONF_USER_ID): text(),
-        vol.Optional(CONF_NAME): vol.Any(None, str),
+        # Checked here as the profile store checks them, so that a bad value
+        # is the schema's error (Home Assistant 2026.2's REST API answers a
+        # ServiceValidationError with a 500 and logs its traceback).
+        vol.Optional(CONF_NAME): vol.Any(None, text(MAX_NAME, required=False)),
         # Counted before a key is read (a profile keeps MAX_PREFERENCES; one
         # call may forget them all and set as many): 150,000 keys held the
         # loop for up to 900 ms (black box, 2026-11-27).
         vol.Optional("preferences"): vol.All(
             dict,
             vol.Length(max=2 * MAX_PREFERENCES),
-            vol.Schema({str: vol.Any(None, str)}),
+            vol.Schema({text(MAX_KEY): vol.Any(None, text(MAX_VALUE, required=False))}),
         ),
     }
 )
