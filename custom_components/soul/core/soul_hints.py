@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .emotion.persona import is_mbti
 from .soul import Soul
-from .soul_names import mixes_alphabets, name_key, shows
+from .soul_names import mixes_alphabets, name_key, plain_words, shows
 
 # A ``soul_hint`` word → the MBTI type of the soul it creates (docs/emotion.md).
 HINT_TYPES: dict[str, str] = {
@@ -92,9 +92,11 @@ def taken(name: str, souls: Iterable[Soul]) -> bool:
 
 
 def forged(name: str) -> bool:
-    """Return whether ``name`` shows nothing or has a word mixing alphabets.
+    """Return whether ``name`` is no name a body may give: not words, blank, or forging one.
 
-    A lookalike of a name (a Cyrillic "А" in "Aria") has a key of its own
-    (``name_key`` keeps scripts apart), so ``taken`` does not find it.
+    Markup or punctuation beyond what joins words in names is not a name
+    (``plain_words``). A lookalike of a name (a Cyrillic "А" in "Aria") has
+    a key of its own (``name_key`` keeps scripts apart), so ``taken`` does
+    not find it.
     """
-    return mixes_alphabets(name) or not shows(name)
+    return not plain_words(name) or mixes_alphabets(name) or not shows(name)

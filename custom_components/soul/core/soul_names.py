@@ -1,4 +1,4 @@
-"""How souls' names are compared and which are names at all: ``name_key``, ``shows``, ``mixes_alphabets``.
+"""How souls' names are compared and which are names at all: ``name_key``, ``shows``, ``mixes_alphabets``, ``plain_words``.
 
 Names are shown in every soul list, the select of a body's soul and the
 panel: two souls that look alike pass for each other. ``name_key`` is what a
@@ -27,6 +27,21 @@ _ALPHABETS = tuple(
     regex.compile(rf"\p{{Script={script}}}")
     for script in ("Latin", "Greek", "Cyrillic", "Armenian", "Cherokee", "Coptic")
 )
+
+
+# A name a body may give a new soul: words (letters, marks, digits), symbols
+# such as emoji with their joiners and selectors, spaces, and the marks that
+# join words in names ("Jean-Luc", "O'Neil", "R2.D2", "小·爱", "hal_9000").
+# Not Markdown or HTML: a body's hint "<img src=x onerror=…> **b**
+# [l](javascript:x)" became a shared soul's name, its Assist agent's and
+# the "You are …" of its prompt (black box, 2026-11-29).
+_WORD = r"\p{L}\p{M}\p{N}\p{So}\U0001f3fb-\U0001f3ff\u200c\u200d"  # skin tones
+_PLAIN_NAME = regex.compile(rf"[{_WORD}][{_WORD}\p{{Zs}}'’\-_.·・]*")
+
+
+def plain_words(name: str) -> bool:
+    """Return whether ``name`` is words a body may name a soul with (``_PLAIN_NAME``)."""
+    return _PLAIN_NAME.fullmatch(name) is not None
 
 
 def name_key(name: str) -> str:

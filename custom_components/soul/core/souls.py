@@ -304,8 +304,9 @@ class SoulHub:
             return None
         if forged(name):
             _LOGGER.warning(
-                "Ignored the soul_hint of %s: its name shows nothing, or a word "
-                "of it mixes alphabets, as a lookalike of another name would",
+                "Ignored the soul_hint of %s: it is not a name (only words, "
+                "emoji and the marks that join words), it shows nothing, or a "
+                "word of it mixes alphabets, as a lookalike of another name would",
                 terminal_id,
             )
             return None
