@@ -457,6 +457,12 @@ async def test_subscriptions_are_bounded_and_leave_no_listener(
     assert bus.listener_count == before + MAX_SUBSCRIPTIONS - 1
     await ws.send_json({"id": 302, "type": "soul/events/subscribe"})
     assert (await ws.receive_json())["success"]
+    # A soul id is kept while the stream lives: one of a megabyte is refused.
+    huge = {"id": 303, "type": "soul/events/subscribe", "soul_id": "s" * 2**20}
+    await ws.send_json(huge)
+    answer = await ws.receive_json()
+    assert answer["error"]["code"] == "invalid_format"
+    assert bus.listener_count == before + MAX_SUBSCRIPTIONS
     # An event in the middle of the stream, then the connection closes.
     bus.emit(event(setup["shared"]))
     await ws.close()

@@ -30,7 +30,13 @@ from homeassistant.helpers.json import json_bytes
 import voluptuous as vol
 
 from .access import principal_of
-from .core.cognition.events import MAX_EVENT_TYPES, Event, EventType, parse_query
+from .core.cognition.events import (
+    MAX_EVENT_TYPES,
+    MAX_ID,
+    Event,
+    EventType,
+    parse_query,
+)
 from .core.cognition.journal import stored_form
 from .journal import JournalReadError, async_read_events_json, for_reader, may_read
 from .streams import loaded_entry_for, refused_beyond, track_stream
@@ -103,7 +109,8 @@ class _Unsubscribe:
 @websocket_api.websocket_command(
     {
         vol.Required("type"): "soul/events/subscribe",
-        vol.Optional("soul_id"): str,
+        # Kept while the stream lives (a black-box run sent 1 MB).
+        vol.Optional("soul_id"): vol.All(str, vol.Length(max=MAX_ID)),
         vol.Optional("event_types"): _TYPES,
     }
 )
