@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import stored
 from ..access import Principal
+from ..buckets import TokenBuckets
 from ..logs import trace_logger
 from .envelope import (
     CLIENT_TYPES,
@@ -112,14 +113,6 @@ class Connection:
 
 
 @dataclass
-class Budget:
-    """A token bucket: ``tokens`` as of ``time``."""
-
-    tokens: float
-    time: float
-
-
-@dataclass
 class HubStats:
     """Counters for sensors and diagnostics."""
 
@@ -172,7 +165,9 @@ class Connections:
         # user id → when a client of theirs last displaced another's
         self._displaced_at: dict[str, float] = {}
         # user id → the rate budget all of that user's clients share
-        self._user_budgets: dict[str, Budget] = {}
+        self._user_budgets: TokenBuckets[str] = TokenBuckets(
+            burst * USER_BURST_FACTOR, 1 / (rate * USER_RATE_FACTOR), clock
+        )
         self.stats = HubStats()
         self._listeners: list[Callable[[], None]] = []
 
@@ -395,29 +390,18 @@ class Connections:
         )
         return self._register(connection, greet=False)
 
-    def _user_budget(self, connection: Connection, now: float) -> Budget | None:
-        """Return the budget all of the connection's user's clients share, as of ``now``.
+    def user_budget_spent(self, connection: Connection) -> bool:
+        """Take a token from the budget all of the connection's user's clients share.
 
-        None for a client without a Home Assistant user (the standalone hub)
-        or an in-process one. A budget stays while the hub runs, so leaving
-        and coming back does not refill it.
+        True (nothing taken) when it is spent. A client without a Home
+        Assistant user (the standalone hub) or an in-process one has no such
+        budget. A budget outlives its user's connections, so leaving and
+        coming back does not refill it.
         """
         user_id = connection.user_id
         if user_id is None or connection.local is not None:
-            return None
-        burst = float(self.burst * USER_BURST_FACTOR)
-        shared = self._user_budgets.get(user_id)
-        if shared is None:
-            if len(self._user_budgets) >= MAX_HUMAN_OWNERS:
-                self._user_budgets.clear()
-            shared = self._user_budgets[user_id] = Budget(burst, now)
-        else:
-            shared.tokens = min(
-                burst,
-                shared.tokens + (now - shared.time) * self.rate * USER_RATE_FACTOR,
-            )
-            shared.time = now
-        return shared
+            return False
+        return self._user_budgets.take(user_id) > 0
 
     def _burst_of(self, identity: Identity) -> float:
         if identity.client_type == "environment":
@@ -510,6 +494,7 @@ class Connections:
 
     def tick(self) -> None:
         """Send heartbeats; close connections silent for longer than the timeout."""
+        self._user_budgets.forget_full()
         now = self._clock()
         for connection in self.connections():
             if connection.local is not None:

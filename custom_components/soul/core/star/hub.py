@@ -356,8 +356,7 @@ class StarHub(Connections):
             connection.tokens + (now - connection.token_time) * self.rate * scale,
         )
         connection.token_time = now
-        shared = self._user_budget(connection, now)
-        if tokens < 1 or (shared is not None and shared.tokens < 1):
+        if tokens < 1 or self.user_budget_spent(connection):
             connection.tokens = tokens
             connection.dropped += 1
             if not connection.limited:  # once per stretch, not once per frame
@@ -375,8 +374,6 @@ class StarHub(Connections):
                 )
             return False
         connection.tokens = tokens - 1
-        if shared is not None:
-            shared.tokens -= 1
         connection.limited = False
         return True
 
