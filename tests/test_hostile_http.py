@@ -7,6 +7,7 @@ hostile (lone surrogates, control characters, wrong types, deep nesting).
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import logging
@@ -16,7 +17,7 @@ import urllib.parse
 from homeassistant.core import HomeAssistant
 from hypothesis import strategies as st
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import CLIENT_ID, MockConfigEntry
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from .hostile import (
@@ -28,7 +29,7 @@ from .hostile import (
 )
 from .test_terminals import T, announce
 
-DOCUMENTED = {200, 201, 400, 403, 404, 409, 413, 503}
+DOCUMENTED = {200, 201, 400, 403, 404, 409, 413, 429, 503}
 CATALOG = [
     {
         "id": "light",
@@ -238,3 +239,47 @@ async def test_compressed_bodies_get_json_answers(
     assert "larger than" in (await response.json())["error"]
     # aiohttp does not read the broken body again after the answer.
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_users_requests_in_progress_are_bounded(
+    hass: HomeAssistant,
+    client: Any,
+    hass_admin_user: Any,
+    hass_client: ClientSessionGenerator,
+) -> None:
+    """20 analyses at once held Home Assistant's answers up to 237 ms (black box).
+
+    A user has at most ``MAX_IN_FLIGHT`` requests in progress; one more is a
+    429 at once. Another user, and the same user's next request once one
+    ended, are answered.
+    """
+    from custom_components.soul.views import MAX_IN_FLIGHT
+
+    release = asyncio.Event()
+
+    async def slow_body() -> Any:
+        yield b'{"text": '
+        await release.wait()
+        yield json.dumps("我好开心").encode() + b"}"
+
+    url = "/api/soul/v1/emotion/analyze"
+    held = [
+        asyncio.create_task(
+            client.post(
+                url, data=slow_body(), headers={"Content-Type": "application/json"}
+            )
+        )
+        for _ in range(MAX_IN_FLIGHT)
+    ]
+    for _ in range(50):  # every slow request has reached the view
+        await asyncio.sleep(0.01)
+    refused = await client.post(url, json={"text": "我好开心"})
+    assert refused.status == 429
+    assert "in progress" in (await refused.json())["error"]
+    user = await hass.auth.async_create_user("Kid", group_ids=["system-users"])
+    refresh = await hass.auth.async_create_refresh_token(user, CLIENT_ID)
+    other = await hass_client(hass.auth.async_create_access_token(refresh))
+    assert (await other.post(url, json={"text": "我好开心"})).status == 200
+    release.set()
+    assert [(await task).status for task in held] == [200] * MAX_IN_FLIGHT
+    assert (await client.post(url, json={"text": "我好开心"})).status == 200

@@ -6,8 +6,9 @@ every view) with a documented code (docs/security.md):
 what only an administrator may do, for acting for another user, on another
 user's session or as a read-only user, 404 for an unknown soul (or a chat
 on an unknown terminal without a soul), 409 for a chat whose ``soul_id`` is
-not the terminal's soul, 413 for a body over 512 KiB, 503 while Soul is not
-set up or its event journal cannot be read. Bodies are read whole
+not the terminal's soul, 413 for a body over 512 KiB, 429 when the user
+already has ``MAX_IN_FLIGHT`` requests to these views in progress, 503 while
+Soul is not set up or its event journal cannot be read. Bodies are read whole
 up to the limit, decoded as strict UTF-8 JSON without lone surrogates and at
 most 32 levels deep; large ones are decoded in the executor.
 """
@@ -22,9 +23,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import DecompressSizeError, HttpProcessingError
 from aiohttp.web_protocol import RequestPayloadError
-from homeassistant.components.http import KEY_HASS, HomeAssistantView
+from homeassistant.components.http import KEY_HASS, KEY_HASS_USER, HomeAssistantView
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.util import dt as dt_util
+from homeassistant.util.hass_dict import HassKey
 
 from .access import principal_of_request
 from .core import untrusted
@@ -47,6 +49,12 @@ from .souls import async_add_soul, soul_as_dict
 MAX_TEXT = 4096
 MAX_ID = 128
 MAX_BODY = 512 * 1024  # a catalog of 256 intents fits comfortably
+# Requests of one user in progress at once. Each holds the event loop a few
+# milliseconds at most, but a ping waits behind all those ready before it: 20
+# analyses at once held Home Assistant's answers up to 237 ms (black box,
+# 2026-11-29). Sequential requests are never refused.
+MAX_IN_FLIGHT = 4
+_IN_FLIGHT: HassKey[dict[str, int]] = HassKey("soul_http_in_flight")
 
 
 class _HttpError(Exception):
@@ -83,6 +91,16 @@ def _answers() -> Callable[[_Handler], _Handler]:
         async def answer(
             view: HomeAssistantView, request: web.Request, *args: Any
         ) -> web.Response:
+            in_flight = request.app[KEY_HASS].data.setdefault(_IN_FLIGHT, {})
+            user = request.get(KEY_HASS_USER)
+            key = "" if user is None else user.id
+            if in_flight.get(key, 0) >= MAX_IN_FLIGHT:
+                return _error(
+                    f"this user already has {MAX_IN_FLIGHT} requests to Soul in "
+                    "progress; wait for one to end",
+                    HTTPStatus.TOO_MANY_REQUESTS,
+                )
+            in_flight[key] = in_flight.get(key, 0) + 1
             try:
                 return await handler(view, request, *args)
             except _HttpError as err:
@@ -96,6 +114,11 @@ def _answers() -> Callable[[_Handler], _Handler]:
                 return _error(str(err), HTTPStatus(err.status))
             except (untrusted.UntrustedInputError, ValueError) as err:
                 return _error(str(err), HTTPStatus.BAD_REQUEST)
+            finally:
+                if (left := in_flight[key] - 1) > 0:
+                    in_flight[key] = left
+                else:
+                    del in_flight[key]
 
         return answer
 
