@@ -470,7 +470,8 @@ def test_action_fields_of_a_property_with_a_list_of_types() -> None:
                         "type": "object",
                         "properties": {
                             "count": {"type": ["integer", "null"]},
-                            "note": {"type": ["string", "number"]},
+                            # ("note" is a step's own key since Home Assistant 2026.10)
+                            "label": {"type": ["string", "number"]},
                         },
                     },
                 }
@@ -480,7 +481,7 @@ def test_action_fields_of_a_property_with_a_list_of_types() -> None:
     skill = snapshot.skill("typed")
     assert skill is not None, snapshot.rejected
     schema = fields_schema(skill)
-    assert schema({"count": "3", "note": "x"}) == {"count": 3, "note": "x"}
+    assert schema({"count": "3", "label": "x"}) == {"count": 3, "label": "x"}
 
 
 async def test_stale_devices_are_removed_after_setup(

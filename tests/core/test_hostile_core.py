@@ -536,3 +536,8 @@ def test_a_users_bidi_runs_are_balanced_and_the_rest_kept(text: str) -> None:
     # Only bidi controls are dropped or added; the words stay in order.
     assert [c for c in balanced if c in "ab\n"] == [c for c in text if c in "ab\n"]
     assert len(balanced) <= len(text) + untrusted.MAX_BIDI_RUNS
+    # Within a length, the text is cut to make room for the closers.
+    cut = untrusted.bidi_balanced(text, 20)
+    assert len(cut) <= 20
+    assert _runs_balanced(cut)
+    assert untrusted.bidi_balanced(cut, 20) == cut

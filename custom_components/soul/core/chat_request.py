@@ -151,7 +151,7 @@ def parse_chat_request(body: Any, *, soul_only: bool = False) -> ChatRequest:
                 untrusted.text(text, "the text", max_length=MAX_TEXT, multiline=True)
             except untrusted.UntrustedInputError as err:
                 raise ChatError(str(err)) from None
-            texts.append(untrusted.bidi_balanced(text.strip()))
+            texts.append(untrusted.bidi_balanced(text.strip(), MAX_TEXT))
         elif kind in KNOWN_TYPES:
             try:
                 untrusted.check_json(

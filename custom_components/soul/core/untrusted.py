@@ -263,9 +263,8 @@ def clean(
     In free text (``multiline``) the bidirectional embeddings, overrides and
     isolates are bad characters too (``_BAD_IN_SHOWN_TEXT``), unless it is a
     user's own text (``users_own``: a stored chat turn of theirs), which
-    ``text`` accepted with them, closed where they began (``bidi_balanced``;
-    the closers added may take the text up to ``MAX_BIDI_RUNS`` characters
-    past ``max_length``).
+    ``text`` accepted with them, closed where they began (``bidi_balanced``,
+    within ``max_length``).
     """
     if not isinstance(value, str):
         value = "" if value is None else str(value)
@@ -273,11 +272,11 @@ def clean(
     if not multiline:
         return _BAD_IN_LINE.sub("\ufffd", value)
     if users_own:
-        return bidi_balanced(_BAD_IN_TEXT.sub("\ufffd", value))
+        return bidi_balanced(_BAD_IN_TEXT.sub("\ufffd", value), max_length)
     return _BAD_IN_SHOWN_TEXT.sub("\ufffd", value)
 
 
-def bidi_balanced(value: str) -> str:
+def bidi_balanced(value: str, max_length: int | None = None) -> str:
     """Return ``value`` with its bidirectional runs closed where they began.
 
     A user's own text keeps its embeddings, overrides and isolates (``clean``),
@@ -289,10 +288,18 @@ def bidi_balanced(value: str) -> str:
     before the paragraph ends, as Unicode's algorithm would close them at
     the end of the paragraph: the text reads the same on its own. A text
     opens at most ``MAX_BIDI_RUNS`` runs (so at most as many closers are
-    added); later openers are dropped.
+    added); later openers are dropped. With ``max_length`` the result is at
+    most that long: when the closers would pass it, the text is cut first.
     """
     if _BIDI_RUNS.search(value) is None:
         return value
+    balanced = _balanced(value)
+    if max_length is not None and len(balanced) > max_length:
+        return _balanced(value[: max(0, max_length - MAX_BIDI_RUNS)])
+    return balanced
+
+
+def _balanced(value: str) -> str:
     out: list[str] = []
     runs: list[str] = []  # openers, innermost last
     opened = 0
