@@ -293,6 +293,8 @@ async def test_an_endpoint_error_is_read_within_bounds(
         ({CONF_TOPIC_PREFIX: "soul/+/x"}, {CONF_TOPIC_PREFIX: "invalid_topic_prefix"}),
         ({CONF_TOPIC_PREFIX: "/"}, {CONF_TOPIC_PREFIX: "invalid_topic_prefix"}),
         ({CONF_TOPIC_PREFIX: "$SYS"}, {CONF_TOPIC_PREFIX: "invalid_topic_prefix"}),
+        ({CONF_TOPIC_PREFIX: "soul\ud800"}, {CONF_TOPIC_PREFIX: "invalid_text"}),
+        ({CONF_TOPIC_PREFIX: "so\u202eul"}, {CONF_TOPIC_PREFIX: "invalid_text"}),
         (
             {
                 CONF_TOPIC_PREFIX: "soul",
@@ -409,6 +411,27 @@ async def test_options_flow(
         for key in advanced.schema.schema
     }
     assert inner[CONF_INVOKE_TIMEOUT] == 3.0
+
+
+@pytest.mark.parametrize("prefix", ["soul\ud800", "so\u202eul", "so\nul", "so\x1bul"])
+async def test_options_refuse_a_prefix_that_is_not_a_clean_line(
+    hass: HomeAssistant, init_integration: MockConfigEntry, prefix: str
+) -> None:
+    """The options flow stored a lone surrogate (a fuzz of the stored options).
+
+    Home Assistant could then write no configuration entry (its encoder
+    refuses lone surrogates), and the reload's subscribe raised in its MQTT
+    client.
+    """
+    entry = init_integration
+    before = dict(entry.options)
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], options_input(prefix)
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {CONF_TOPIC_PREFIX: "invalid_topic_prefix"}
+    assert entry.options == before
 
 
 NUMBERS = (CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT, *ADVANCED_FORM)

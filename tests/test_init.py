@@ -11,6 +11,7 @@ from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
+import pytest
 from pytest_homeassistant_custom_component.common import (
     CLIENT_ID,
     MockConfigEntry,
@@ -110,6 +111,33 @@ async def test_diagnostics_redact_a_password_in_the_endpoint(
     hidden = fake_llm.base_url.replace("http://", "http://**REDACTED**@")
     assert diagnostics["data"][CONF_LLM_BASE_URL] == hidden + "?**REDACTED**"
     assert diagnostics["llm"]["base_url"] == hidden + "?**REDACTED**"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "a/#",
+        pytest.param("x" * 70_000, id="70000 characters"),
+        None,
+        pytest.param("so\u202eul", id="an override"),
+    ],
+)
+async def test_a_damaged_topic_prefix_stops_soul_and_nothing_else(
+    hass: HomeAssistant, mqtt_mock: Any, prefix: Any
+) -> None:
+    """A damaged stored prefix: Soul does not start, and says why.
+
+    "a/#" made Home Assistant's MQTT client drop other integrations'
+    subscriptions of the same batch (a fuzz of the stored options).
+    """
+    entry = MockConfigEntry(domain=DOMAIN, data={}, options={CONF_TOPIC_PREFIX: prefix})
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.SETUP_ERROR
+    assert "topic prefix" in (entry.reason or "")
+    # Of Soul's topics, only MQTT's discovery (manifest.json) subscribed.
+    subscribed = {call.args[0] for call in mqtt_mock.async_subscribe.call_args_list}
+    assert {t for t in subscribed if "/terminal/" in t} <= {"soul/terminal/+/online"}
 
 
 async def test_diagnostics_are_for_administrators(

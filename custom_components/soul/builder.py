@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.exceptions import ConfigEntryError
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.httpx_client import create_async_httpx_client
 from homeassistant.util.hass_dict import HassKey
@@ -40,7 +41,7 @@ from .core.llm import LLMEndpoint, OpenAICompatibleLLM, limited_transport
 from .core.registry import TerminalRegistry
 from .core.souls import SoulHub
 from .core.star.hub import StarHub
-from .core.topics import Topics
+from .core.topics import InvalidPrefixError, Topics, normalize_prefix
 from .helpers import (
     entry_settings,
     find_device,
@@ -140,6 +141,24 @@ async def _async_navigator(
     )
 
 
+def _topic_prefix(entry: SoulConfigEntry) -> str:
+    """Return the entry's topic prefix, checked as the options flow checks it.
+
+    A damaged one ("a/#", 70,000 characters) made Home Assistant's MQTT client
+    drop other integrations' subscriptions of the same batch (a fuzz of the
+    stored options, 2026-11-29): Soul does not start, and says why.
+    """
+    stored = entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX)
+    try:
+        return normalize_prefix(stored)
+    except InvalidPrefixError as err:
+        raise ConfigEntryError(
+            translation_domain=DOMAIN,
+            translation_key="invalid_topic_prefix",
+            translation_placeholders={"error": str(err)},
+        ) from None
+
+
 async def async_create_runtime(
     hass: HomeAssistant, entry: SoulConfigEntry
 ) -> SoulRuntime:
@@ -148,7 +167,7 @@ async def async_create_runtime(
     llm = None
     if endpoint := llm_endpoint_from_config(entry.data):
         llm = await async_create_llm(hass, endpoint)
-    topics = Topics(entry.options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX))
+    topics = Topics(_topic_prefix(entry))
     registry = TerminalRegistry()
     bridge = MqttBridge(hass, topics, registry)
     bridge.ingest = SnapshotIngest(

@@ -28,9 +28,15 @@ def test_valid_prefix(raw: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "raw", ["", " / ", "soul/#", "a/+/b", "$SYS", "a//b", "a\x00b", "x" * 65]
-)
-def test_invalid_prefix(raw: str) -> None:
+    "raw",
+    [
+        "", " / ", "soul/#", "a/+/b", "$SYS", "a//b", "a\x00b", "x" * 65,
+        # A fuzz of the stored options: Home Assistant could no longer write
+        # its configuration entries, and its MQTT client's subscribe raised.
+        "soul\ud800", "so\nul", "so\u202eul", "so\x1bul", None, 5, ["soul"],
+    ],
+)  # fmt: skip
+def test_invalid_prefix(raw: object) -> None:
     with pytest.raises(InvalidPrefixError):
         normalize_prefix(raw)
 

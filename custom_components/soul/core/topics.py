@@ -6,6 +6,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 import re
+from typing import Any
+
+from . import untrusted
 
 # publish(topic, payload, qos, retain): how the core sends MQTT messages.
 type Publish = Callable[[str, str, int, bool], Awaitable[None]]
@@ -67,13 +70,18 @@ BODY_TO_SOUL = (
 )
 
 
-def normalize_prefix(prefix: str) -> str:
+def normalize_prefix(prefix: Any) -> str:
     """Return the prefix without surrounding blanks and slashes, or raise.
 
     The prefix is the first level(s) of every topic (``{prefix}/terminal/...``),
     so it must be a valid publish topic itself: no MQTT wildcards, no NUL, not
-    empty, and not a ``$`` system topic.
+    empty, and not a ``$`` system topic; and one clean line (a lone
+    surrogate accepted by the options flow left Home Assistant's
+    configuration entries unwritable, and the MQTT client's subscribe raised
+    for every integration: a fuzz of the stored options, 2026-11-29).
     """
+    if not isinstance(prefix, str):
+        raise InvalidPrefixError("the topic prefix is not text")
     value = prefix.strip().strip("/")
     if not value:
         raise InvalidPrefixError("the topic prefix is empty")
@@ -85,6 +93,10 @@ def normalize_prefix(prefix: str) -> str:
         raise InvalidPrefixError("the topic prefix may not contain '+', '#' or NUL")
     if value.startswith("$"):
         raise InvalidPrefixError("the topic prefix may not start with '$'")
+    if not untrusted.is_text(value, MAX_PREFIX_LENGTH):
+        raise InvalidPrefixError(
+            "the topic prefix may not contain control or invisible characters"
+        )
     if "//" in value:
         raise InvalidPrefixError("the topic prefix may not contain empty levels")
     return value
