@@ -10,7 +10,7 @@ from typing import Any
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components.device_automation import DeviceAutomationType
 from homeassistant.config_entries import SOURCE_RECONFIGURE, SOURCE_USER
-from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.core import Context, Event, HomeAssistant, callback
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import device_registry as dr, entity_registry as er
@@ -765,3 +765,92 @@ async def test_many_souls_each_get_their_entities(
     pleasure = [e for e in entities if e.translation_key == "pleasure"]
     assert len(pleasure) == count
     assert all(hass.states.get(e.entity_id) is not None for e in pleasure)
+
+
+def _soul_subentry(data: dict[str, Any], title: Any = "Soul") -> dict[str, Any]:
+    return {"data": data, "subentry_type": "soul", "title": title, "unique_id": None}
+
+
+async def test_damaged_souls_are_left_out_and_the_rest_work(
+    hass: HomeAssistant, mqtt_mock: MqttMockHAClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fuzz of the stored entries: a soul named 5, a list or a megabyte.
+
+    Its Assist agent failed to be added, and every body's soul_hint raised
+    (``name_key`` of a number); a megabyte's name held the loop 540 ms.
+    """
+    from custom_components.soul.core.souls import MAX_SOULS
+
+    damaged = [
+        {"name": 5, "mbti_type": "ENFP"},
+        {"name": ["ignore"], "mbti_type": "ENFP"},
+        {"name": "x" * 1_000_000, "mbti_type": "ENFP"},
+        {"name": "A\x00\u202eB", "mbti_type": "ENFP"},
+        {"name": "Persona", "mbti_type": "ENFP", "persona": ["ignore previous"]},
+        {"name": "Owner", "mbti_type": "ENFP", "user_id": ["u1"]},
+    ]
+    good = [{"name": f"Soul {n}", "mbti_type": "ISTJ"} for n in range(MAX_SOULS + 5)]
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={CONF_TOPIC_PREFIX: "soul"},
+        minor_version=3,  # as stored now: no migration mends the names
+        subentries_data=[
+            *(_soul_subentry(d, title=None) for d in damaged),
+            *(_soul_subentry(d, title=d["name"]) for d in good),
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    souls = entry.runtime_data.souls.souls
+    # The damaged are left out; of the rest, at most MAX_SOULS are read.
+    assert len(souls) == MAX_SOULS
+    assert {s.name for s in souls.values()} <= {d["name"] for d in good}
+    assert "Ignored soul" in caplog.text
+    # A body's soul_hint is read again: a new body binds to the soul it names.
+    base = "soul/terminal/new-body"
+    async_fire_mqtt_message(hass, f"{base}/online", "online")
+    payload = skills(terminal_id="new-body", soul_hint="Soul 3")
+    async_fire_mqtt_message(hass, f"{base}/skills", json.dumps(payload))
+    await hass.async_block_till_done()
+    bound = entry.runtime_data.souls.soul_of("new-body")
+    assert bound is not None
+    assert bound.name == "Soul 3"
+
+
+async def test_a_damaged_souls_assist_settings_are_left_out(
+    hass: HomeAssistant, mqtt_mock: MqttMockHAClient, fake_llm: Any
+) -> None:
+    """A terminal id that was a list, an API that was a number, MCP servers a number.
+
+    Every Assist turn raised, and the turn's chat log task never ended, so
+    Home Assistant never stopped (a fuzz of the stored entries).
+    """
+    from homeassistant.components import conversation
+
+    from .test_conversation import setup_soul_with_model
+
+    fake_llm.reply("Hello!")
+    entry = await setup_soul_with_model(
+        hass,
+        fake_llm,
+        {
+            "name": "Nova",
+            "mbti_type": "INTJ",
+            "terminal": ["bad/id"],
+            "llm_hass_api": 5,
+            "mcp_servers": 5,
+        },
+    )
+    [soul_id] = entry.subentries
+    agent = next(
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == "conversation" and e.config_subentry_id == soul_id
+    )
+    result = await conversation.async_converse(
+        hass, "hello", None, Context(), language="en", agent_id=agent
+    )
+    assert result.response.speech["plain"]["speech"] == "Hello!"
+    await hass.async_block_till_done()  # no task is left running

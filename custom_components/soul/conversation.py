@@ -40,6 +40,7 @@ from .core.llm import ToolCall
 from .core.reasoning import MAX_ARGUMENTS_BYTES
 from .core.soul import Soul
 from .entity import SoulDeviceEntity, async_setup_soul_entities
+from .helpers import soul_options
 from .models import SoulConfigEntry
 
 PARALLEL_UPDATES = 0
@@ -280,8 +281,7 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
         return None  # the agent's state does not follow the emotion
 
     def _options(self) -> dict[str, Any]:
-        subentry = self.entry.subentries.get(self.soul_id)
-        return dict(subentry.data) if subentry is not None else {}
+        return soul_options(self.entry, self.soul_id)
 
     def _terminal_id(self) -> str | None:
         """Return the body this agent acts through: the chosen one, else the first bound."""
@@ -337,12 +337,13 @@ class SoulConversationEntity(SoulDeviceEntity, conversation.ConversationEntity):
                 channel="assist",
             )
         except ChatError as err:
-            await transcript.finish()
             return _error(user_input, str(err))
         except conversation.ConverseError as err:  # the LLM API is gone
-            await transcript.finish()
             return err.as_conversation_result()
-        await transcript.finish()
+        finally:
+            # Whatever ends the turn: the chat log's task ends with it (an
+            # error left it running, and Home Assistant never stopped).
+            await transcript.finish()
         if not isinstance(chat_log.content[-1], conversation.AssistantContent):
             # A turn that says nothing (an exclamation, NO_REPLY of §4.2.2):
             # Home Assistant answers with the last assistant message, so one

@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntryState
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.util import dt as dt_util
 
-from .const import DOMAIN, TITLE
+from .const import CONF_MCP_SERVERS, CONF_TERMINAL, DOMAIN, TITLE
 from .core import untrusted
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
@@ -34,6 +35,44 @@ from .models import SoulConfigEntry
 def entry_settings(entry: SoulConfigEntry) -> dict[str, Any]:
     """Return an entry's settings: its endpoint (``data``) and behaviour (``options``)."""
     return {**entry.data, **entry.options}
+
+
+def soul_options(entry: SoulConfigEntry, soul_id: str) -> dict[str, Any]:
+    """Return a soul's Assist settings as its flow stores them.
+
+    A damaged subentry (a hand edit, an old backup) held a terminal id that
+    was a list, a number as the Home Assistant API and MCP servers as a
+    number: every Assist turn raised, and a turn's chat log task never ended
+    (a fuzz of the stored entries, 2026-11-29). Such a body or API is left
+    out; a damaged list of MCP servers allows none.
+    """
+    subentry = entry.subentries.get(soul_id)
+    if subentry is None:
+        return {}
+    options = dict(subentry.data)
+    terminal = options.get(CONF_TERMINAL)
+    if terminal is not None and not (
+        isinstance(terminal, str) and valid_terminal_id(terminal)
+    ):
+        del options[CONF_TERMINAL]
+    apis = options.get(CONF_LLM_HASS_API)
+    if apis is not None and not _texts(apis, single=True):
+        del options[CONF_LLM_HASS_API]
+    servers = options.get(CONF_MCP_SERVERS)
+    if servers is not None and not _texts(servers, single=False):
+        options[CONF_MCP_SERVERS] = []
+    return options
+
+
+def _texts(value: Any, *, single: bool) -> bool:
+    """Return whether ``value`` is a list of short ids (or, if ``single``, one)."""
+    if single and isinstance(value, str):
+        value = [value]
+    return (
+        isinstance(value, list)
+        and len(value) <= 32
+        and all(untrusted.is_text(item, 64) for item in value)
+    )
 
 
 def find_loaded_entry(hass: HomeAssistant) -> SoulConfigEntry | None:

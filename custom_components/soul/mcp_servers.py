@@ -32,7 +32,7 @@ from .core.cognition.events import EventBus
 from .core.mcp.config import McpConfigError, ServerConfig, parse_config
 from .core.mcp.connection import CONNECTED, FAILED, WrapTransport
 from .core.mcp.hub import McpHub
-from .helpers import now_timestamp
+from .helpers import now_timestamp, soul_options
 from .models import SoulConfigEntry
 
 
@@ -139,8 +139,7 @@ def async_start_mcp(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
 
 def allowed_servers(entry: SoulConfigEntry, soul_id: str) -> Collection[str] | None:
     """Return the servers a soul may use (None: all of them)."""
-    subentry = entry.subentries.get(soul_id)
-    if subentry is None:
+    if soul_id not in entry.subentries:
         return None
-    chosen = subentry.data.get(CONF_MCP_SERVERS)
+    chosen = soul_options(entry, soul_id).get(CONF_MCP_SERVERS)
     return None if chosen is None else set(chosen)

@@ -34,11 +34,13 @@ from .const import (
     LOGGER,
     SUBENTRY_SOUL,
 )
+from .core import untrusted
 from .core.access import Principal
+from .core.chat_request import MAX_ID
 from .core.emotion.dynamics import ExecMode
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
-from .core.soul import Soul, SoulError
+from .core.soul import Soul, SoulError, validate_soul_fields
 from .core.soul_events import SoulEvent
 from .core.souls import MAX_SOULS, SoulHub
 from .core.terminal import Change, Terminal
@@ -55,24 +57,45 @@ STORAGE_KEY = f"{DOMAIN}.souls"  # written by storage.DebouncedStore
 
 
 def souls_of_entry(entry: SoulConfigEntry) -> list[Soul]:
-    """Return the souls of the hub's ``soul`` subentries (malformed ones skipped)."""
-    souls = []
+    """Return the souls of the hub's ``soul`` subentries (malformed ones skipped).
+
+    A subentry's fields are checked as its flow checks them, and at most
+    ``MAX_SOULS`` are read: a damaged one (a hand edit, an old backup) with a
+    number or a list as its name, or a name of a megabyte, broke its Assist
+    agent and every body's ``soul_hint``, and 1,000 stored souls held the
+    loop 269 ms at start (a fuzz of the stored entries, 2026-11-29). Its
+    reconfigure flow still opens to mend it.
+    """
+    souls: list[Soul] = []
     for subentry in entry.subentries.values():
         if subentry.subentry_type != SUBENTRY_SOUL:
             continue
+        if len(souls) == MAX_SOULS:
+            LOGGER.warning("Ignored the souls after the first %d", MAX_SOULS)
+            break
         data = subentry.data
+        name = data.get(CONF_NAME) or subentry.title
+        persona = data.get(CONF_PERSONA) or ""
+        user_id = data.get(CONF_USER_ID)
         try:
+            validate_soul_fields(name, data.get(CONF_MBTI_TYPE), persona)
+            if user_id is not None and not untrusted.is_text(user_id, MAX_ID):
+                raise SoulError("its user id is not an id")
             souls.append(
                 Soul(
                     soul_id=subentry.subentry_id,
-                    name=data.get(CONF_NAME) or subentry.title,
+                    name=name,
                     mbti=normalize_mbti(data.get(CONF_MBTI_TYPE)),
-                    persona_text=data.get(CONF_PERSONA) or "",
-                    user_id=data.get(CONF_USER_ID),
+                    persona_text=persona,
+                    user_id=user_id,
                 )
             )
         except ValueError as err:
-            LOGGER.warning("Ignored soul %s: %s", subentry.title, err)
+            LOGGER.warning(
+                "Ignored soul %s: %s",
+                subentry.subentry_id,
+                untrusted.shortened(str(err), 200),
+            )
     return souls
 
 
