@@ -140,6 +140,58 @@ async def test_a_damaged_topic_prefix_stops_soul_and_nothing_else(
     assert {t for t in subscribed if "/terminal/" in t} <= {"soul/terminal/+/online"}
 
 
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        {CONF_LLM_BASE_URL: 5},
+        {CONF_LLM_BASE_URL: ["http://x"]},
+        {CONF_LLM_BASE_URL: "http://a\x00b/", CONF_LLM_MODEL: "m"},
+        pytest.param({CONF_LLM_BASE_URL: "http://" + "a" * 10**6}, id="a megabyte"),
+        {CONF_LLM_BASE_URL: "not a url", CONF_LLM_MODEL: "m"},
+        {CONF_LLM_BASE_URL: "http://127.0.0.1:9/v1", CONF_LLM_MODEL: ["m"]},
+    ],
+)
+async def test_a_damaged_stored_endpoint_stops_soul_and_says_why(
+    hass: HomeAssistant, mqtt_mock: Any, endpoint: dict[str, Any]
+) -> None:
+    """A stored address that is a number, a list or holds a NUL: a traceback at setup.
+
+    (A fuzz of the stored entries.) The reconfigure flow mends it.
+    """
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data=endpoint,
+        options={CONF_TOPIC_PREFIX: "soul"},
+        minor_version=3,
+    )
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.SETUP_ERROR
+    assert "Reconfigure Soul" in (entry.reason or "")
+
+
+async def test_a_stored_key_no_header_takes_asks_for_a_new_one(
+    hass: HomeAssistant, mqtt_mock: Any, fake_llm: FakeOpenAI
+) -> None:
+    """An older Soul stored "clé": the HTTP client raised at every start."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={
+            CONF_LLM_BASE_URL: fake_llm.base_url,
+            CONF_LLM_MODEL: DEFAULT_MODEL,
+            CONF_LLM_API_KEY: "clé",
+        },
+        options={CONF_TOPIC_PREFIX: "soul"},
+        minor_version=3,
+    )
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.SETUP_ERROR
+    [flow] = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+    assert flow["context"]["source"] == "reauth"
+
+
 async def test_diagnostics_are_for_administrators(
     hass: HomeAssistant,
     hass_client: ClientSessionGenerator,

@@ -8,12 +8,13 @@ from functools import partial
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.exceptions import ConfigEntryError
+from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryError
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.httpx_client import create_async_httpx_client
 from homeassistant.util.hass_dict import HassKey
 from homeassistant.util.ssl import client_context
 import httpx
+import voluptuous as vol
 
 from .const import (
     CONF_FOLLOW_UP,
@@ -31,7 +32,9 @@ from .const import (
     DOMAIN,
     EVENT_EVOLUTION_REQUEST,
     ISSUE_LLM_NOT_CONFIGURED,
+    MAX_SETTING_LENGTH,
 )
+from .core import untrusted
 from .core.chat import ChatPipeline
 from .core.cognition.navigator import Navigator
 from .core.cognition.profiles import ProfileStore
@@ -68,6 +71,50 @@ def llm_endpoint_from_config(config: Mapping[str, Any]) -> LLMEndpoint | None:
         model=config.get(CONF_LLM_MODEL, ""),
         api_key=config.get(CONF_LLM_API_KEY, ""),
     )
+
+
+def is_url(value: str) -> bool:
+    """Return whether ``value`` is an address the flows accept (``vol.Url``)."""
+    try:
+        vol.Schema(vol.Url())(value)
+    except vol.Invalid:
+        return False
+    return True
+
+
+def stored_llm_endpoint(config: Mapping[str, Any]) -> LLMEndpoint | None:
+    """Return a stored endpoint checked as the flows check it, or None when off.
+
+    A damaged one (a hand edit, an old backup: a number or a list as the
+    address, a NUL in it, a megabyte) made setup fail with a traceback, and
+    a key an older Soul stored ("clé") raised in the HTTP client (a fuzz of
+    the stored entries, 2026-11-29). A bad address or model is a
+    ``ConfigEntryError`` (the reconfigure flow mends it); a key that cannot
+    go into an HTTP header asks for a new one (reauthentication).
+    """
+    if (endpoint := llm_endpoint_from_config(config)) is None:
+        return None
+    if not (
+        all(
+            untrusted.is_text(text, MAX_SETTING_LENGTH)
+            for text in (endpoint.base_url, endpoint.model)
+        )
+        and is_url(endpoint.base_url)
+    ):
+        raise ConfigEntryError(
+            translation_domain=DOMAIN, translation_key="invalid_llm_endpoint"
+        )
+    key = endpoint.api_key
+    if not (
+        isinstance(key, str)
+        and len(key) <= MAX_SETTING_LENGTH
+        and key.isascii()
+        and key.isprintable()
+    ):
+        raise ConfigEntryAuthFailed(
+            translation_domain=DOMAIN, translation_key="llm_auth_failed"
+        )
+    return endpoint
 
 
 _LLM_HTTP_CLIENT: HassKey[httpx.AsyncClient] = HassKey(f"{DOMAIN}_llm_http_client")
@@ -165,7 +212,7 @@ async def async_create_runtime(
     """Build the runtime objects of a hub entry from its options."""
 
     llm = None
-    if endpoint := llm_endpoint_from_config(entry.data):
+    if endpoint := stored_llm_endpoint(entry.data):
         llm = await async_create_llm(hass, endpoint)
     topics = Topics(_topic_prefix(entry))
     registry = TerminalRegistry()

@@ -37,7 +37,7 @@ from homeassistant.helpers.selector import (
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import voluptuous as vol
 
-from .builder import async_create_llm, llm_endpoint_from_config
+from .builder import async_create_llm, is_url, llm_endpoint_from_config
 from .const import (
     CONF_EMBEDDING_DIMS,
     CONF_EMBEDDING_MODEL,
@@ -65,6 +65,7 @@ from .const import (
     DOMAIN,
     ENDPOINT_KEYS,
     LOGGER,
+    MAX_SETTING_LENGTH,
     MEMORY_BACKENDS,
     MEMORY_EMBEDDED,
     MEMORY_SERVER,
@@ -84,7 +85,6 @@ from .models import SoulConfigEntry
 from .number_options import NUMBER_OPTIONS, number_fields
 from .soul_flow import SoulSubentryFlow
 
-MAX_SETTING_LENGTH = 2048  # a URL, a key, a model name
 API_KEYS = (CONF_LLM_API_KEY, CONF_MEM0_API_KEY)
 URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
 PASSWORD = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
@@ -183,9 +183,7 @@ async def _async_validate_endpoint(
         if CONF_LLM_MODEL in data or CONF_LLM_API_KEY in data:
             errors[CONF_LLM_BASE_URL] = "base_url_required"
         return data, errors
-    try:
-        vol.Schema(vol.Url())(endpoint.base_url)
-    except vol.Invalid:
+    if not is_url(endpoint.base_url):
         errors[CONF_LLM_BASE_URL] = "invalid_url"
     if not endpoint.model:
         errors[CONF_LLM_MODEL] = "model_required"
@@ -264,11 +262,8 @@ def _validate_options(
         errors[CONF_MEM0_URL] = "mem0_url_required"
     if backend == MEMORY_EMBEDDED and not endpoint.get(CONF_LLM_BASE_URL):
         errors[CONF_MEMORY_BACKEND] = "memory_needs_llm"
-    if options.get(CONF_MEM0_URL):
-        try:
-            vol.Schema(vol.Url())(options[CONF_MEM0_URL])
-        except vol.Invalid:
-            errors[CONF_MEM0_URL] = "invalid_url"
+    if options.get(CONF_MEM0_URL) and not is_url(options[CONF_MEM0_URL]):
+        errors[CONF_MEM0_URL] = "invalid_url"
     options[CONF_FOLLOW_UP] = bool(advanced.get(CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP))
     for key in (
         CONF_INVOKE_TIMEOUT,

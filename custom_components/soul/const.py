@@ -103,3 +103,4 @@ MEM0_DEPENDENCIES: Final = (
     "sqlalchemy>=2.0.31",
 )
 ISSUE_MEM0_UNAVAILABLE: Final = "mem0_unavailable"
+MAX_SETTING_LENGTH: Final = 2048  # a URL, a key, a model name

@@ -43,6 +43,7 @@ from .const import (
     DOMAIN,
     ISSUE_MEM0_UNAVAILABLE,
     LOGGER,
+    MAX_SETTING_LENGTH,
     MEM0_DEPENDENCIES,
     MEM0_REQUIREMENT,
     MEMORY_EMBEDDED,
@@ -189,13 +190,19 @@ async def async_create_memory(
     store = DebouncedStore(hass, "memory")
     name = memory_backend_name(options)
     backend: MemoryBackend | None = None
-    if name == MEMORY_SERVER and options.get(CONF_MEM0_URL):
-        backend = Mem0Server(
-            async_get_clientsession(hass),
-            options[CONF_MEM0_URL],
-            options.get(CONF_MEM0_API_KEY, ""),
-            timeout=number_option(options, CONF_MEMORY_TIMEOUT),
-        )
+    if name == MEMORY_SERVER and (url := options.get(CONF_MEM0_URL)):
+        if untrusted.is_text(url, MAX_SETTING_LENGTH):
+            backend = Mem0Server(
+                async_get_clientsession(hass),
+                url,
+                options.get(CONF_MEM0_API_KEY, ""),
+                timeout=number_option(options, CONF_MEMORY_TIMEOUT),
+            )
+        else:  # a damaged store (a list raised at setup: a fuzz of the entries)
+            LOGGER.warning(
+                "The mem0 server's address in Soul's options is not an address;"
+                " memory is off until it is set again"
+            )
     elif name == MEMORY_EMBEDDED and options.get(CONF_LLM_BASE_URL):
         try:
             backend = await _async_embedded(hass, options)
