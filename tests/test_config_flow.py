@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+import json
 import logging
 from typing import Any
 from unittest.mock import patch
@@ -31,6 +32,7 @@ from custom_components.soul.const import (
     CONF_LLM_BASE_URL,
     CONF_LLM_MODEL,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_MCP_CONFIG,
     CONF_MEM0_API_KEY,
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
@@ -432,6 +434,39 @@ async def test_options_refuse_a_prefix_that_is_not_a_clean_line(
     assert result["type"] is FlowResultType.FORM
     assert result["errors"] == {CONF_TOPIC_PREFIX: "invalid_topic_prefix"}
     assert entry.options == before
+
+
+async def test_options_show_a_stored_mcp_config_that_does_not_parse(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """Shown as no servers, saving the form unchanged deleted every server.
+
+    (A fuzz of the stored entries: one unknown key made the stored servers
+    unusable.) The form shows what is stored, and saving it says what is wrong.
+    """
+    entry = init_integration
+    stored = {
+        "mcpServers": {
+            "home": {"url": "http://127.0.0.1:9/mcp"},
+            "odd": {"url": "http://127.0.0.1:9/mcp", "colour": "blue"},
+        }
+    }
+    hass.config_entries.async_update_entry(
+        entry, options={**entry.options, CONF_MCP_CONFIG: stored}
+    )
+    await hass.async_block_till_done()
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    mcp = next(
+        v for k, v in result["data_schema"].schema.items() if str(k) == SECTION_MCP
+    )
+    [field] = mcp.schema.schema
+    shown = (field.description or {}).get("suggested_value")
+    assert json.loads(shown) == stored
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], options_input(mcp={CONF_MCP_CONFIG: shown})
+    )
+    assert result["errors"] == {CONF_MCP_CONFIG: "invalid_mcp_config"}
+    assert entry.options[CONF_MCP_CONFIG] == stored
 
 
 NUMBERS = (CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT, *ADVANCED_FORM)

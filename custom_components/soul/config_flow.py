@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+import json
 from typing import Any
 
 from homeassistant.components import mqtt
@@ -80,7 +81,6 @@ from .core.llm import LLMAuthError, LLMConnectionError
 from .core.mcp.config import McpConfigError, config_data, dump_config, parse_config
 from .core.redaction import redact_url
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
-from .mcp_servers import mcp_servers
 from .models import SoulConfigEntry
 from .number_options import NUMBER_OPTIONS, number_fields
 from .soul_flow import SoulSubentryFlow
@@ -284,13 +284,28 @@ def _validate_options(
     return options, errors
 
 
+def _mcp_text(stored: Any) -> str:
+    """Return the stored MCP servers as the form's text.
+
+    One that does not parse (a hand edit, an old backup) is shown as stored:
+    shown as no servers, saving the form unchanged deleted every server (a
+    fuzz of the stored entries, 2026-11-29); now saving it says what is wrong.
+    """
+    try:
+        return dump_config(parse_config(stored))
+    except McpConfigError:
+        if isinstance(stored, str):
+            return stored
+        return json.dumps(stored, indent=2, default=str)
+
+
 def _sections(options: Mapping[str, Any]) -> dict[str, Any]:
     """Return flat options as the options form shows them, in its sections."""
     return {
         CONF_TOPIC_PREFIX: options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX),
         SECTION_MEMORY: {k: v for k, v in options.items() if k in MEMORY_FIELDS.schema},
         SECTION_MCP: (
-            {CONF_MCP_CONFIG: dump_config(mcp_servers(options))}
+            {CONF_MCP_CONFIG: _mcp_text(options[CONF_MCP_CONFIG])}
             if options.get(CONF_MCP_CONFIG)
             else {}
         ),
