@@ -255,3 +255,24 @@ async def test_diagnostics_redact_the_api_key(
             "last_intent_decision": None,
         }
     ]
+
+
+def test_the_endpoint_is_the_datas_only() -> None:
+    """One left in the options started embedded memory against it (a fuzz)."""
+    from custom_components.soul.helpers import entry_settings
+
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={CONF_LLM_BASE_URL: "http://new.example/v1", CONF_LLM_MODEL: "new"},
+        options={
+            CONF_LLM_BASE_URL: "http://old.example/v1",
+            CONF_LLM_API_KEY: "old",
+            CONF_MEMORY_BACKEND: "mem0_embedded",
+        },
+        minor_version=3,
+    )
+    assert entry_settings(entry) == {
+        CONF_LLM_BASE_URL: "http://new.example/v1",
+        CONF_LLM_MODEL: "new",
+        CONF_MEMORY_BACKEND: "mem0_embedded",
+    }

@@ -19,7 +19,7 @@ from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.util import dt as dt_util
 
-from .const import CONF_MCP_SERVERS, CONF_TERMINAL, DOMAIN, TITLE
+from .const import CONF_MCP_SERVERS, CONF_TERMINAL, DOMAIN, ENDPOINT_KEYS, TITLE
 from .core import untrusted
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
@@ -33,8 +33,14 @@ from .models import SoulConfigEntry
 
 
 def entry_settings(entry: SoulConfigEntry) -> dict[str, Any]:
-    """Return an entry's settings: its endpoint (``data``) and behaviour (``options``)."""
-    return {**entry.data, **entry.options}
+    """Return an entry's settings: its endpoint (``data``) and behaviour (``options``).
+
+    The endpoint is the data's only: one left in the options (a hand edit,
+    an entry an older Soul wrote) started embedded memory against it while
+    the chat had no model (a fuzz of the stored entries, 2026-11-29).
+    """
+    behaviour = {k: v for k, v in entry.options.items() if k not in ENDPOINT_KEYS}
+    return {**entry.data, **behaviour}
 
 
 def soul_options(entry: SoulConfigEntry, soul_id: str) -> dict[str, Any]:
