@@ -247,11 +247,10 @@ async def test_a_users_requests_in_progress_are_bounded(
     hass_admin_user: Any,
     hass_client: ClientSessionGenerator,
 ) -> None:
-    """20 analyses at once held Home Assistant's answers up to 237 ms (black box).
+    """A user's slow requests hold at most ``MAX_IN_FLIGHT`` handlers.
 
-    A user has at most ``MAX_IN_FLIGHT`` requests in progress; one more is a
-    429 at once. Another user, and the same user's next request once one
-    ended, are answered.
+    One more is a 429 at once. Another user, and the same user's next
+    request once one ended, are answered.
     """
     from custom_components.soul.views import MAX_IN_FLIGHT
 

@@ -49,10 +49,12 @@ from .souls import async_add_soul, soul_as_dict
 MAX_TEXT = 4096
 MAX_ID = 128
 MAX_BODY = 512 * 1024  # a catalog of 256 intents fits comfortably
-# Requests of one user in progress at once. Each holds the event loop a few
-# milliseconds at most, but a ping waits behind all those ready before it: 20
-# analyses at once held Home Assistant's answers up to 237 ms (black box,
-# 2026-11-29). Sequential requests are never refused.
+# Requests of one user in progress at once: a user's slow requests (bodies
+# sent slowly, chats waiting for the model) hold no more than this many
+# handlers, buffers and model calls. Requests one after another are never
+# refused. It does not shorten a burst of quick ones, each handled at once
+# (20 analyses of 4 KiB sent together delayed Home Assistant's answers by
+# up to 50 ms, and 237 ms in a black-box run on a busier machine).
 MAX_IN_FLIGHT = 4
 _IN_FLIGHT: HassKey[dict[str, int]] = HassKey("soul_http_in_flight")
 
