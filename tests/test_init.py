@@ -138,6 +138,19 @@ async def test_a_damaged_topic_prefix_stops_soul_and_nothing_else(
     # Of Soul's topics, only MQTT's discovery (manifest.json) subscribed.
     subscribed = {call.args[0] for call in mqtt_mock.async_subscribe.call_args_list}
     assert {t for t in subscribed if "/terminal/" in t} <= {"soul/terminal/+/online"}
+    # As the reason says, setting it again in the options starts Soul.
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    form = {
+        CONF_TOPIC_PREFIX: "soul",
+        "memory": {CONF_MEMORY_BACKEND: "none"},
+        "mcp": {},
+        "advanced": {},
+    }
+    result = await hass.config_entries.options.async_configure(result["flow_id"], form)
+    assert result["type"] == "create_entry", result
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data.topic_prefix == "soul"
 
 
 @pytest.mark.parametrize(

@@ -19,10 +19,11 @@ from typing import Any
 from homeassistant.components import mqtt
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
-    OptionsFlow,
+    OptionsFlowWithReload,
 )
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.data_entry_flow import section
@@ -451,8 +452,10 @@ class SoulConfigFlow(ConfigFlow, domain=DOMAIN):
         return {SUBENTRY_SOUL: SoulSubentryFlow}
 
 
-class SoulOptionsFlow(OptionsFlow):
+class SoulOptionsFlow(OptionsFlowWithReload):
     """Change the hub's behaviour; the update listener reloads the entry."""
+
+    automatic_reload = False
 
     async def async_step_init(
         self, user_input: dict[str, Any] | None = None
@@ -465,6 +468,12 @@ class SoulOptionsFlow(OptionsFlow):
                 user_input, self.config_entry.data, placeholders
             )
             if not errors:
+                # Loaded, Soul's update listener reloads it (or only its souls);
+                # when it did not start (a stored prefix it refused), it has no
+                # listener, and Home Assistant reloads it with the new options.
+                self.automatic_reload = (
+                    self.config_entry.state is not ConfigEntryState.LOADED
+                )
                 return self.async_create_entry(data=options)
         return self.async_show_form(
             step_id="init",

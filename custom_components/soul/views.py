@@ -6,8 +6,9 @@ every view) with a documented code (docs/security.md):
 what only an administrator may do, for acting for another user, on another
 user's session or as a read-only user, 404 for an unknown soul (or a chat
 on an unknown terminal without a soul), 409 for a chat whose ``soul_id`` is
-not the terminal's soul, 413 for a body over 512 KiB, 429 when the user
-already has ``MAX_IN_FLIGHT`` requests to these views in progress, 503 while
+not the terminal's soul, 413 for a body over 512 KiB, 429 when a user who
+is not an administrator already has ``MAX_IN_FLIGHT`` requests to these views
+in progress, 503 while
 Soul is not set up or its event journal cannot be read. Bodies are read whole
 up to the limit, decoded as strict UTF-8 JSON without lone surrogates and at
 most 32 levels deep; large ones are decoded in the executor.
@@ -49,13 +50,15 @@ from .souls import async_add_soul, soul_as_dict
 MAX_TEXT = 4096
 MAX_ID = 128
 MAX_BODY = 512 * 1024  # a catalog of 256 intents fits comfortably
-# Requests of one user in progress at once: a user's slow requests (bodies
-# sent slowly, chats waiting for the model) hold no more than this many
-# handlers, buffers and model calls. Requests one after another are never
-# refused. It does not shorten a burst of quick ones, each handled at once
-# (20 analyses of 4 KiB sent together delayed Home Assistant's answers by
-# up to 50 ms, and 237 ms in a black-box run on a busier machine).
-MAX_IN_FLIGHT = 4
+# Requests of one user who is not an administrator in progress at once: a
+# user's slow requests (bodies sent slowly, each read whole up to 512 KiB;
+# chats waiting for the model) hold no more than this many handlers,
+# buffers and model calls. Requests one after another are never refused, and
+# an administrator's (bodies and scripts often share one long-lived token)
+# are not counted. It does not shorten a burst of quick ones, each handled
+# at once (20 analyses of 4 KiB sent together delayed Home Assistant's
+# answers by up to 50 ms, and 237 ms in a black-box run on a busier machine).
+MAX_IN_FLIGHT = 16
 _IN_FLIGHT: HassKey[dict[str, int]] = HassKey("soul_http_in_flight")
 
 
@@ -85,6 +88,25 @@ def _error(message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST) -> web.Res
 type _Handler = Callable[..., Awaitable[web.Response]]
 
 
+async def _answered(
+    handler: _Handler, view: HomeAssistantView, request: web.Request, *args: Any
+) -> web.Response:
+    """Return the handler's answer, its errors as JSON answers."""
+    try:
+        return await handler(view, request, *args)
+    except _HttpError as err:
+        response = _error(str(err), err.status)
+        if err.close:
+            response.force_close()
+        return response
+    except AccessError as err:
+        return _error(str(err), HTTPStatus.FORBIDDEN)
+    except ChatError as err:  # a ValueError with a status of its own
+        return _error(str(err), HTTPStatus(err.status))
+    except (untrusted.UntrustedInputError, ValueError) as err:
+        return _error(str(err), HTTPStatus.BAD_REQUEST)
+
+
 def _answers() -> Callable[[_Handler], _Handler]:
     """Turn the errors of a handler into JSON answers (``{"error": message}``)."""
 
@@ -93,8 +115,10 @@ def _answers() -> Callable[[_Handler], _Handler]:
         async def answer(
             view: HomeAssistantView, request: web.Request, *args: Any
         ) -> web.Response:
-            in_flight = request.app[KEY_HASS].data.setdefault(_IN_FLIGHT, {})
             user = request.get(KEY_HASS_USER)
+            if user is not None and user.is_admin:
+                return await _answered(handler, view, request, *args)
+            in_flight = request.app[KEY_HASS].data.setdefault(_IN_FLIGHT, {})
             key = "" if user is None else user.id
             if in_flight.get(key, 0) >= MAX_IN_FLIGHT:
                 return _error(
@@ -104,18 +128,7 @@ def _answers() -> Callable[[_Handler], _Handler]:
                 )
             in_flight[key] = in_flight.get(key, 0) + 1
             try:
-                return await handler(view, request, *args)
-            except _HttpError as err:
-                response = _error(str(err), err.status)
-                if err.close:
-                    response.force_close()
-                return response
-            except AccessError as err:
-                return _error(str(err), HTTPStatus.FORBIDDEN)
-            except ChatError as err:  # a ValueError with a status of its own
-                return _error(str(err), HTTPStatus(err.status))
-            except (untrusted.UntrustedInputError, ValueError) as err:
-                return _error(str(err), HTTPStatus.BAD_REQUEST)
+                return await _answered(handler, view, request, *args)
             finally:
                 if (left := in_flight[key] - 1) > 0:
                     in_flight[key] = left
