@@ -289,3 +289,26 @@ def test_the_endpoint_is_the_datas_only() -> None:
         CONF_LLM_MODEL: "new",
         CONF_MEMORY_BACKEND: "mem0_embedded",
     }
+
+
+@pytest.mark.parametrize("key", [5, "a\nb", "clé"])
+async def test_a_mem0_key_no_header_takes_leaves_memory_off(
+    hass: HomeAssistant, mqtt_mock: Any, key: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stored key of 5 raised in every memory check, every minute (a review)."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_MEMORY_BACKEND: "mem0_server",
+            "mem0_url": "http://127.0.0.1:9",
+            "mem0_api_key": key,
+        },
+        minor_version=3,
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.runtime_data.memory is None
+    assert "memory is off" in caplog.text

@@ -14,7 +14,6 @@ from homeassistant.helpers.httpx_client import create_async_httpx_client
 from homeassistant.util.hass_dict import HassKey
 from homeassistant.util.ssl import client_context
 import httpx
-import voluptuous as vol
 
 from .const import (
     CONF_FOLLOW_UP,
@@ -48,9 +47,11 @@ from .core.topics import InvalidPrefixError, Topics, normalize_prefix
 from .helpers import (
     entry_settings,
     find_device,
+    is_url,
     now_timestamp,
     soul_identifier,
     star_identity_reserved,
+    valid_api_key,
 )
 from .journal import async_open_journal
 from .mcp_servers import allowed_servers, async_create_mcp
@@ -71,15 +72,6 @@ def llm_endpoint_from_config(config: Mapping[str, Any]) -> LLMEndpoint | None:
         model=config.get(CONF_LLM_MODEL, ""),
         api_key=config.get(CONF_LLM_API_KEY, ""),
     )
-
-
-def is_url(value: str) -> bool:
-    """Return whether ``value`` is an address the flows accept (``vol.Url``)."""
-    try:
-        vol.Schema(vol.Url())(value)
-    except vol.Invalid:
-        return False
-    return True
 
 
 def stored_llm_endpoint(config: Mapping[str, Any]) -> LLMEndpoint | None:
@@ -104,13 +96,7 @@ def stored_llm_endpoint(config: Mapping[str, Any]) -> LLMEndpoint | None:
         raise ConfigEntryError(
             translation_domain=DOMAIN, translation_key="invalid_llm_endpoint"
         )
-    key = endpoint.api_key
-    if not (
-        isinstance(key, str)
-        and len(key) <= MAX_SETTING_LENGTH
-        and key.isascii()
-        and key.isprintable()
-    ):
+    if not valid_api_key(endpoint.api_key):
         raise ConfigEntryAuthFailed(
             translation_domain=DOMAIN, translation_key="llm_auth_failed"
         )

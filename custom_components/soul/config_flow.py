@@ -39,7 +39,7 @@ from homeassistant.helpers.selector import (
 from homeassistant.helpers.service_info.mqtt import MqttServiceInfo
 import voluptuous as vol
 
-from .builder import async_create_llm, is_url, llm_endpoint_from_config
+from .builder import async_create_llm, llm_endpoint_from_config
 from .const import (
     CONF_EMBEDDING_DIMS,
     CONF_EMBEDDING_MODEL,
@@ -82,6 +82,7 @@ from .core.llm import LLMAuthError, LLMConnectionError
 from .core.mcp.config import McpConfigError, config_data, dump_config, parse_config
 from .core.redaction import redact_url
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
+from .helpers import is_url, valid_api_key
 from .models import SoulConfigEntry
 from .number_options import NUMBER_OPTIONS, number_fields
 from .soul_flow import SoulSubentryFlow
@@ -165,8 +166,7 @@ def _texts(user_input: Mapping[str, Any], errors: dict[str, str]) -> dict[str, A
     for key, value in texts.items():
         if not untrusted.is_text(value, MAX_SETTING_LENGTH):
             errors[key] = "invalid_text"
-        elif key in API_KEYS and not (value.isascii() and value.isprintable()):
-            # It goes into an HTTP header: "clé" raised deep in the client.
+        elif key in API_KEYS and not valid_api_key(value):
             errors[key] = "invalid_api_key"
     return texts
 

@@ -18,8 +18,16 @@ from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.util import dt as dt_util
+import voluptuous as vol
 
-from .const import CONF_MCP_SERVERS, CONF_TERMINAL, DOMAIN, ENDPOINT_KEYS, TITLE
+from .const import (
+    CONF_MCP_SERVERS,
+    CONF_TERMINAL,
+    DOMAIN,
+    ENDPOINT_KEYS,
+    MAX_SETTING_LENGTH,
+    TITLE,
+)
 from .core import untrusted
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
@@ -78,6 +86,25 @@ def _texts(value: Any, *, single: bool) -> bool:
         isinstance(value, list)
         and len(value) <= 32
         and all(untrusted.is_text(item, 64) for item in value)
+    )
+
+
+def is_url(value: str) -> bool:
+    """Return whether ``value`` is an address the flows accept (``vol.Url``)."""
+    try:
+        vol.Schema(vol.Url())(value)
+    except vol.Invalid:
+        return False
+    return True
+
+
+def valid_api_key(value: Any) -> bool:
+    """Return whether ``value`` is a key an HTTP header takes ("clé" raised in the client)."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_SETTING_LENGTH
+        and value.isascii()
+        and value.isprintable()
     )
 
 

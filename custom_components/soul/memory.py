@@ -60,7 +60,7 @@ from .core.memory.mem0_embedded import (
     mem0_available,
 )
 from .core.memory.mem0_server import Mem0Server
-from .helpers import now_timestamp
+from .helpers import now_timestamp, valid_api_key
 from .number_options import number_option
 from .storage import DebouncedStore
 
@@ -191,7 +191,9 @@ async def async_create_memory(
     name = memory_backend_name(options)
     backend: MemoryBackend | None = None
     if name == MEMORY_SERVER and (url := options.get(CONF_MEM0_URL)):
-        if untrusted.is_text(url, MAX_SETTING_LENGTH):
+        if untrusted.is_text(url, MAX_SETTING_LENGTH) and valid_api_key(
+            options.get(CONF_MEM0_API_KEY, "")
+        ):
             backend = Mem0Server(
                 async_get_clientsession(hass),
                 url,
@@ -200,8 +202,8 @@ async def async_create_memory(
             )
         else:  # a damaged store (a list raised at setup: a fuzz of the entries)
             LOGGER.warning(
-                "The mem0 server's address in Soul's options is not an address;"
-                " memory is off until it is set again"
+                "The mem0 server's address or key in Soul's options is not"
+                " usable; memory is off until they are set again"
             )
     elif name == MEMORY_EMBEDDED and options.get(CONF_LLM_BASE_URL):
         try:
