@@ -124,13 +124,31 @@ INVOKE_SKILL_SCHEMA = vol.Schema(
 )
 
 
-CREATE_SOUL_SCHEMA = vol.Schema(
-    {
-        vol.Required(CONF_NAME): text(MAX_NAME_LENGTH),
-        vol.Required(CONF_MBTI_TYPE): text(16),
-        vol.Optional(CONF_PERSONA): text(MAX_PERSONA_LENGTH, multiline=True),
-        vol.Optional(CONF_USER_ID): text(),
-    }
+def _soul_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """Check a soul's fields as every way of making one does, in the schema.
+
+    A bad type or a name that shows nothing is then the schema's error, not
+    a 500 with a traceback through Home Assistant 2026.2's REST API.
+    """
+    try:
+        validate_soul_fields(
+            data[CONF_NAME], data[CONF_MBTI_TYPE], data.get(CONF_PERSONA)
+        )
+    except SoulError as err:
+        raise vol.Invalid(str(err)) from None
+    return data
+
+
+CREATE_SOUL_SCHEMA = vol.All(
+    vol.Schema(
+        {
+            vol.Required(CONF_NAME): text(MAX_NAME_LENGTH),
+            vol.Required(CONF_MBTI_TYPE): text(16),
+            vol.Optional(CONF_PERSONA): text(MAX_PERSONA_LENGTH, multiline=True),
+            vol.Optional(CONF_USER_ID): text(),
+        }
+    ),
+    _soul_fields,
 )
 SELECT_SOUL_SCHEMA = vol.All(
     vol.Schema(
@@ -271,9 +289,6 @@ async def _async_create_soul(call: ServiceCall) -> ServiceResponse:
     entry = loaded_entry(call.hass)
     data = call.data
     try:
-        validate_soul_fields(
-            data[CONF_NAME], data[CONF_MBTI_TYPE], data.get(CONF_PERSONA)
-        )
         soul = async_add_soul(
             call.hass,
             entry,
