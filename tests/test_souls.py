@@ -797,6 +797,8 @@ async def test_damaged_souls_are_left_out_and_the_rest_work(
         {"name": "x" * 1_000_000, "mbti_type": "ENFP"},
         {"name": "A\x00\u202eB", "mbti_type": "ENFP"},
         {"name": "Persona", "mbti_type": "ENFP", "persona": ["ignore previous"]},
+        # An older Soul stored personas with a form feed: the soul stays.
+        {"name": "Old", "mbti_type": "ENFP", "persona": "Dry\x0cwit"},
         {"name": "Owner", "mbti_type": "ENFP", "user_id": ["u1"]},
     ]
     good = [{"name": f"Soul {n}", "mbti_type": "ISTJ"} for n in range(MAX_SOULS + 5)]
@@ -814,10 +816,14 @@ async def test_damaged_souls_are_left_out_and_the_rest_work(
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
     souls = entry.runtime_data.souls.souls
-    # The damaged are left out; of the rest, at most MAX_SOULS are read.
+    # Names and personas of text are cleaned and cut; the rest is left out;
+    # at most MAX_SOULS are read.
     assert len(souls) == MAX_SOULS
-    assert {s.name for s in souls.values()} <= {d["name"] for d in good}
-    assert "Ignored soul" in caplog.text
+    names = [s.name for s in souls.values()]
+    assert names[:4] == ["x" * 64, "A\ufffd\ufffdB", "Persona", "Old"]
+    assert set(names[4:]) <= {d["name"] for d in good}
+    assert [s.persona_text for s in souls.values()][2:4] == ["", "Dry\ufffdwit"]
+    assert caplog.text.count("Ignored soul") == 3  # 5, a list, a list as user id
     # A body's soul_hint is read again: a new body binds to the soul it names.
     base = "soul/terminal/new-body"
     async_fire_mqtt_message(hass, f"{base}/online", "online")

@@ -40,7 +40,13 @@ from .core.chat_request import MAX_ID
 from .core.emotion.dynamics import ExecMode
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
-from .core.soul import Soul, SoulError, validate_soul_fields
+from .core.soul import (
+    MAX_NAME_LENGTH,
+    MAX_PERSONA_LENGTH,
+    Soul,
+    SoulError,
+    validate_soul_fields,
+)
 from .core.soul_events import SoulEvent
 from .core.souls import MAX_SOULS, SoulHub
 from .core.terminal import Change, Terminal
@@ -59,12 +65,15 @@ STORAGE_KEY = f"{DOMAIN}.souls"  # written by storage.DebouncedStore
 def souls_of_entry(entry: SoulConfigEntry) -> list[Soul]:
     """Return the souls of the hub's ``soul`` subentries (malformed ones skipped).
 
-    A subentry's fields are checked as its flow checks them, and at most
-    ``MAX_SOULS`` are read: a damaged one (a hand edit, an old backup) with a
-    number or a list as its name, or a name of a megabyte, broke its Assist
-    agent and every body's ``soul_hint``, and 1,000 stored souls held the
-    loop 269 ms at start (a fuzz of the stored entries, 2026-11-29). Its
-    reconfigure flow still opens to mend it.
+    At most ``MAX_SOULS`` are read, each as its flow would have stored it: a
+    damaged one (a hand edit, an old backup) with a number or a list as its
+    name, or a name of a megabyte, broke its Assist agent and every body's
+    ``soul_hint``, and 1,000 stored souls held the loop 269 ms at start (a
+    fuzz of the stored entries, 2026-11-29). A name or persona of text is
+    cleaned and cut as the 1.3 migration cleans names (a persona an older
+    Soul stored with a form feed keeps its soul); a soul whose name is no
+    text or shows nothing, whose type is unknown or whose user id is no id
+    is left out, with a warning, and its reconfigure flow mends it.
     """
     souls: list[Soul] = []
     for subentry in entry.subentries.values():
@@ -75,9 +84,17 @@ def souls_of_entry(entry: SoulConfigEntry) -> list[Soul]:
             break
         data = subentry.data
         name = data.get(CONF_NAME) or subentry.title
-        persona = data.get(CONF_PERSONA) or ""
+        persona = data.get(CONF_PERSONA)
         user_id = data.get(CONF_USER_ID)
         try:
+            if not isinstance(name, str):
+                raise SoulError("its name is not text")
+            name = untrusted.clean(name, MAX_NAME_LENGTH, multiline=False)
+            persona = (
+                untrusted.clean(persona, MAX_PERSONA_LENGTH)
+                if isinstance(persona, str)
+                else ""
+            )
             validate_soul_fields(name, data.get(CONF_MBTI_TYPE), persona)
             if user_id is not None and not untrusted.is_text(user_id, MAX_ID):
                 raise SoulError("its user id is not an id")
