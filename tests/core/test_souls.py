@@ -204,7 +204,8 @@ async def test_a_damaged_stored_time_neither_hangs_nor_fails_the_tick(
     )
     env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
     await env.hub.tick()
-    # A time ahead of the clock is the clock's: the soul evolves from now on.
+    # A time further ahead than a clock starting behind explains is the
+    # clock's: the soul evolves from now on.
     assert env.hub.snapshot("s1").at == T0
     assert [topic for topic, *_ in env.sent] == ["soul/terminal/t1/emotion_update"]
     env.clock.now += 30
@@ -212,6 +213,21 @@ async def test_a_damaged_stored_time_neither_hangs_nor_fails_the_tick(
     assert env.hub.snapshot("s1").at == T0 + 30
     moved = env.hub.snapshot("s1")
     assert (moved.p, moved.a, moved.d) != (0, 0, 0)  # toward its baseline
+
+
+async def test_a_time_a_little_ahead_stays_until_the_clock_catches_up() -> None:
+    """A Pi's clock starts from its last saved time: what Soul stored is ahead of it."""
+    env = Env()
+    ahead = T0 + 3600
+    env.hub.load(
+        {
+            "states": {
+                "s1": {"p": 0.5, "a": 0, "d": 0, "at": ahead, "last_input_at": ahead}
+            }
+        }
+    )
+    env.hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    assert env.hub.snapshot("s1").at == ahead  # aged exactly, once the clock is right
 
 
 def test_bindings_are_bounded_the_least_recently_bound_going_first() -> None:

@@ -161,14 +161,15 @@ class SoulHub:
         for soul_id, soul in fresh.items():
             if soul_id in self._states:
                 continue
-            # A time ahead of the clock is now: the soul lives on from here
-            # (a Pi's clock may start behind, and a damaged time a day ahead
-            # left the soul unchanged for that day).
-            saved = SoulState.from_dict(
-                self._stored_states.pop(soul_id, None),
-                now,
-                soul.persona.shock_cooldown,
-            )
+            # A Pi's clock may start a little behind what was stored: such a
+            # time stays, and the soul ages exactly once the clock catches up.
+            # One further ahead is damaged: the soul lives on from now (a day
+            # ahead left it unchanged for that day).
+            raw = self._stored_states.pop(soul_id, None)
+            cooldown = soul.persona.shock_cooldown
+            saved = SoulState.from_dict(raw, now + stored.CLOCK_SLACK, cooldown)
+            if saved is not None and saved.at >= now + stored.CLOCK_SLACK:
+                saved = SoulState.from_dict(raw, now, cooldown)
             self._states[soul_id] = (
                 initial_state(soul.persona, now)
                 if saved is None
