@@ -312,3 +312,27 @@ async def test_a_mem0_key_no_header_takes_leaves_memory_off(
     await hass.async_block_till_done()
     assert entry.runtime_data.memory is None
     assert "memory is off" in caplog.text
+
+
+async def test_a_damaged_navigator_model_leaves_the_chats_model_thinking(
+    hass: HomeAssistant,
+    mqtt_mock: Any,
+    fake_llm: FakeOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stored S-brain model that was a list went into every request (a review)."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={CONF_LLM_BASE_URL: fake_llm.base_url, CONF_LLM_MODEL: DEFAULT_MODEL},
+        options={
+            CONF_TOPIC_PREFIX: "soul",
+            CONF_MEMORY_BACKEND: "none",
+            "navigator_model": ["gpt"],
+        },
+        minor_version=3,
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.LOADED
+    assert "S-brain's model in Soul's options is not a name" in caplog.text

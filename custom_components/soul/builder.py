@@ -31,6 +31,7 @@ from .const import (
     DOMAIN,
     EVENT_EVOLUTION_REQUEST,
     ISSUE_LLM_NOT_CONFIGURED,
+    LOGGER,
     MAX_SETTING_LENGTH,
 )
 from .core import untrusted
@@ -141,7 +142,11 @@ async def _async_navigator(
 ) -> Navigator:
     """Build the S-brain on the chat's endpoint (with its own model, if chosen)."""
     model = llm
-    if (name := entry.options.get(CONF_NAVIGATOR_MODEL)) and name != llm.endpoint.model:
+    name = entry.options.get(CONF_NAVIGATOR_MODEL)
+    if name and not untrusted.is_text(name, MAX_SETTING_LENGTH):
+        # A damaged store (a list, a megabyte): the chat's model thinks too.
+        LOGGER.warning("The S-brain's model in Soul's options is not a name")
+    elif name and name != llm.endpoint.model:
         model = await async_create_llm(hass, replace(llm.endpoint, model=name))
 
     @callback
