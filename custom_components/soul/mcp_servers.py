@@ -27,8 +27,8 @@ from .const import (
     ISSUE_MCP_SERVER_FAILED,
     LOGGER,
 )
-from .core import untrusted
 from .core.cognition.events import EventBus
+from .core.markdown import markdown_inert
 from .core.mcp.config import McpConfigError, ServerConfig, parse_config
 from .core.mcp.connection import CONNECTED, FAILED, WrapTransport
 from .core.mcp.hub import McpHub
@@ -99,7 +99,7 @@ def _changed(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
                     "server": name,
                     # Administrators only see repairs: the server's stderr too,
                     # as text (repairs are Markdown: no link or picture of it).
-                    "error": untrusted.markdown_inert(
+                    "error": markdown_inert(
                         (connection.error or "")[:300]
                         + (
                             f"; stderr: {connection.stderr}"

@@ -51,6 +51,7 @@ from .const import (
     MEMORY_SERVER,
 )
 from .core import untrusted
+from .core.markdown import markdown_inert
 from .core.memory.base import MemoryBackend
 from .core.memory.manager import MemoryManager
 from .core.memory.mem0_embedded import (
@@ -217,9 +218,7 @@ async def async_create_memory(
                 is_fixable=False,
                 severity=ir.IssueSeverity.WARNING,
                 translation_key=ISSUE_MEM0_UNAVAILABLE,
-                translation_placeholders={
-                    "error": untrusted.markdown_inert(str(err)[:200])
-                },
+                translation_placeholders={"error": markdown_inert(str(err)[:200])},
             )
         else:
             ir.async_delete_issue(hass, DOMAIN, ISSUE_MEM0_UNAVAILABLE)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import orjson
 import pytest
 
-from custom_components.soul.core import untrusted
+from custom_components.soul.core import markdown, untrusted
 from custom_components.soul.core.chat_phrases import normalize_reply
 from custom_components.soul.core.chat_request import ChatError, parse_chat_request
 from custom_components.soul.core.intent_filter import (
@@ -413,7 +413,7 @@ def test_shown_free_text_keeps_the_marks_and_lines(char: str) -> None:
     ],
 )
 def test_a_models_markdown_makes_no_image_nor_tag(said: str, shown: str) -> None:
-    assert untrusted.markdown_tame(said) == shown
+    assert markdown.markdown_tame(said) == shown
 
 
 def _streamed(pieces: list[str], limit: int = 10_000) -> list[str]:
@@ -449,7 +449,7 @@ def test_a_streamed_reply_is_tamed_as_the_whole(text: str, data: st.DataObject) 
     sent = _streamed(pieces)
     if normalize_reply(text):
         # From its first character that is not a space, as the whole is stripped.
-        assert "".join(sent) == untrusted.markdown_tame(text.lstrip())
+        assert "".join(sent) == markdown.markdown_tame(text.lstrip())
     else:  # an empty reply, or a form of NO_REPLY: nothing of it is streamed
         assert sent == []
 
@@ -459,10 +459,10 @@ def test_a_streamed_autolink_waits_for_its_end_within_its_bound(address: int) ->
     """An address streamed a character at a time is decided as the whole reply is."""
     text = "go <https://" + "a" * address + "> now"
     sent = _streamed(list(text))
-    assert "".join(sent) == untrusted.markdown_tame(text)
+    assert "".join(sent) == markdown.markdown_tame(text)
     # Nothing waits longer than the bound: what was sent before the ">"
     # arrived is at most the address's bound behind.
-    assert max(map(len, sent)) <= len("<https://") + untrusted.AUTOLINK_MAX + 1
+    assert max(map(len, sent)) <= len("<https://") + markdown.AUTOLINK_MAX + 1
 
 
 @pytest.mark.parametrize("spaces", [0, 3])
@@ -470,7 +470,7 @@ def test_a_streamed_reply_is_cut_before_it_is_tamed(spaces: int) -> None:
     """The whole reply is stripped, cut, then tamed; so is the stream."""
     text = " " * spaces + "<https://a.example>"
     assert "".join(_streamed([text[:8], text[8:]], limit=12)) == (
-        untrusted.markdown_tame(normalize_reply(text)[:12])
+        markdown.markdown_tame(normalize_reply(text)[:12])
     )
 
 

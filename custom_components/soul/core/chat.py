@@ -55,6 +55,7 @@ from .intent_filter.request import MAX_COMMAND_LENGTH
 from .intent_route import IntentRoute
 from .invoker import Invoker
 from .logs import trace_logger, traced
+from .markdown import markdown_tame
 from .memory.manager import MemoryManager
 from .reasoning import DEFAULT_MAX_ROUNDS, MAX_REPLY, Reasoner
 from .registry import TerminalRegistry
@@ -361,9 +362,7 @@ class ChatPipeline:
                 )
         # A model's Markdown shows no image or tag (``markdown_tame``), as
         # its streamed pieces did; Soul's own phrases are inert already.
-        reply = untrusted.markdown_tame(
-            untrusted.clean(normalize_reply(turn.reply), MAX_REPLY)
-        )
+        reply = markdown_tame(untrusted.clean(normalize_reply(turn.reply), MAX_REPLY))
         if reply:
             session.add_turn("assistant", reply)
         if transcript is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from .language import detect_locale
-from .untrusted import markdown_inert
+from .markdown import markdown_inert
 
 _NO_REPLY = re.compile(r"^\s*(?:<NO_REPLY>|\[NO_REPLY\]|NO_REPLY)\s*$")
 STATUS_TEXT = {

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from .chat_phrases import normalize_reply
 from .chat_tools import ExtraTools
 from .llm import ToolCall
-from .untrusted import markdown_tame, markdown_undecided
+from .markdown import markdown_tame, markdown_undecided
 
 # The longest form of a reply that says nothing ("<NO_REPLY>", "[NO_REPLY]").
 _HOLD = len("[NO_REPLY]") + 2
@@ -68,9 +68,9 @@ class ReplyStream:
     A reply of just ``NO_REPLY`` (or ``<NO_REPLY>``, ``[NO_REPLY]``) says
     nothing (§4.2.2), so nothing of it may be streamed: the first characters
     wait until the text can no longer be one of those forms. What is sent is
-    tamed (``untrusted.markdown_tame``: no image, no HTML tag), as the whole
+    tamed (``markdown.markdown_tame``: no image, no HTML tag), as the whole
     reply is; what the next piece may still change (a last ``!`` or ``<``, an
-    autolink's address not yet closed: ``untrusted.markdown_undecided``)
+    autolink's address not yet closed: ``markdown.markdown_undecided``)
     waits for it. At most ``limit`` characters are taken from the first that
     is not a space, as the whole reply is stripped and cut before it is tamed
     (a reply of 500 pieces of 4,000 characters reached Assist whole: 2 MB,
