@@ -870,3 +870,36 @@ async def test_a_damaged_souls_assist_settings_are_left_out(
     )
     assert result.response.speech["plain"]["speech"] == "Hello!"
     await hass.async_block_till_done()  # no task is left running
+
+
+async def test_a_souls_mcp_choice_stays_when_there_is_none_to_make(
+    hass: HomeAssistant, mqtt_mock: MqttMockHAClient
+) -> None:
+    """With no server to choose from, saving the form dropped the soul's choice.
+
+    Once servers were back, the soul could use every one (a review).
+    """
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={CONF_TOPIC_PREFIX: "soul"},
+        minor_version=3,
+        subentries_data=[
+            _soul_subentry({"name": "Nova", "mbti_type": "INTJ", "mcp_servers": []})
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    [soul_id] = entry.subentries
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, "soul"),
+        context={"source": SOURCE_RECONFIGURE, "subentry_id": soul_id},
+    )
+    assert "mcp_servers" not in {str(key) for key in result["data_schema"].schema}
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {"name": "Nova", "mbti_type": "ENTP"}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    assert entry.subentries[soul_id].data["mcp_servers"] == []
+    assert entry.subentries[soul_id].data["mbti_type"] == "ENTP"

@@ -177,6 +177,14 @@ class SoulSubentryFlow(ConfigSubentryFlow):
             if not errors:
                 if CONF_USER_ID in subentry.data:  # the owner stays
                     data[CONF_USER_ID] = subentry.data[CONF_USER_ID]
+                if (
+                    CONF_MCP_SERVERS not in user_input
+                    and CONF_MCP_SERVERS in subentry.data
+                ):
+                    # No server to choose from now (none configured, or the
+                    # stored ones do not parse): the soul's choice stays, or
+                    # it could use every server once they are back (a review).
+                    data[CONF_MCP_SERVERS] = subentry.data[CONF_MCP_SERVERS]
                 return self.async_update_and_abort(
                     self._get_entry(), subentry, title=data[CONF_NAME], data=data
                 )
