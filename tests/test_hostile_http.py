@@ -250,7 +250,7 @@ async def test_a_users_requests_in_progress_are_bounded(
     scripts often share one long-lived token), and the same user's next
     request once one ended, are answered.
     """
-    from custom_components.soul.views import _IN_FLIGHT, MAX_IN_FLIGHT
+    from custom_components.soul.helpers import MAX_IN_FLIGHT, requests_in_flight
 
     async def client_of(name: str) -> Any:
         user = await hass.auth.async_create_user(name, group_ids=["system-users"])
@@ -275,7 +275,7 @@ async def test_a_users_requests_in_progress_are_bounded(
         for _ in range(MAX_IN_FLIGHT)
     ]
     for _ in range(500):  # until every slow request has reached the view
-        if sum(hass.data.get(_IN_FLIGHT, {}).values()) == MAX_IN_FLIGHT:
+        if requests_in_flight(hass) == MAX_IN_FLIGHT:
             break
         await asyncio.sleep(0.01)
     refused = await kid.post(url, json={"text": "我好开心"})
@@ -286,4 +286,4 @@ async def test_a_users_requests_in_progress_are_bounded(
     release.set()
     assert [(await task).status for task in held] == [200] * MAX_IN_FLIGHT
     assert (await kid.post(url, json={"text": "我好开心"})).status == 200
-    assert not hass.data[_IN_FLIGHT]
+    assert requests_in_flight(hass) == 0

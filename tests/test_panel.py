@@ -457,3 +457,24 @@ async def test_streams_end_when_soul_reloads(
     # The client's unsubscribe of an ended stream still answers.
     await ws.send_json({"id": 6, "type": "unsubscribe_events", "subscription": 1})
     assert (await ws.receive_json())["success"]
+
+
+async def test_a_users_panel_chats_in_progress_are_bounded(
+    hass: HomeAssistant,
+    init_integration: MockConfigEntry,
+    hass_ws_client: WebSocketGenerator,
+) -> None:
+    """Chats waiting for the model count as the user's requests in progress (a review)."""
+    from custom_components.soul import helpers
+
+    announce(hass)
+    await hass.async_block_till_done()
+    kid = await _user_ws(hass, hass_ws_client)
+    # The user already has as many requests in progress as they may.
+    hass.data[helpers._IN_FLIGHT] = {kid.user.id: helpers.MAX_IN_FLIGHT}
+    answer = await _call(kid, {"type": "soul/chat", "text": "开灯", "terminal_id": T})
+    assert answer["error"]["code"] == "too_many_requests"
+    hass.data[helpers._IN_FLIGHT] = {}
+    answer = await _call(kid, {"type": "soul/chat", "text": "开灯", "terminal_id": T})
+    assert answer["success"], answer
+    assert helpers.requests_in_flight(hass) == 0

@@ -9,8 +9,11 @@ clock the core reads.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from homeassistant.auth.models import User
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
@@ -18,6 +21,7 @@ from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.util import dt as dt_util
+from homeassistant.util.hass_dict import HassKey
 import voluptuous as vol
 
 from .const import (
@@ -106,6 +110,49 @@ def valid_api_key(value: Any) -> bool:
         and value.isascii()
         and value.isprintable()
     )
+
+
+# Requests of one user who is not an administrator in progress at once
+# (Soul's HTTP views and the panel's chats): a user's slow requests (bodies
+# sent slowly, each read whole up to 512 KiB; chats waiting for the model)
+# hold no more than this many handlers, buffers and model calls. Requests
+# one after another are never refused, and an administrator's (bodies and
+# scripts often share one long-lived token) are not counted. It does not
+# shorten a burst of quick ones, each handled at once (20 analyses of 4 KiB
+# sent together delayed Home Assistant's answers by up to 50 ms, and 237 ms
+# in a black-box run on a busier machine).
+MAX_IN_FLIGHT = 16
+_IN_FLIGHT: HassKey[dict[str, int]] = HassKey(f"{DOMAIN}_in_flight")
+IN_FLIGHT_ERROR = (
+    f"this user already has {MAX_IN_FLIGHT} requests to Soul in progress;"
+    " wait for one to end"
+)
+
+
+@contextmanager
+def request_in_flight(hass: HomeAssistant, user: User | None) -> Iterator[bool]:
+    """Count a request of ``user`` while it runs; yield False when it is one too many."""
+    if user is not None and user.is_admin:
+        yield True
+        return
+    in_flight = hass.data.setdefault(_IN_FLIGHT, {})
+    key = "" if user is None else user.id
+    if in_flight.get(key, 0) >= MAX_IN_FLIGHT:
+        yield False
+        return
+    in_flight[key] = in_flight.get(key, 0) + 1
+    try:
+        yield True
+    finally:
+        if (left := in_flight[key] - 1) > 0:
+            in_flight[key] = left
+        else:
+            del in_flight[key]
+
+
+def requests_in_flight(hass: HomeAssistant) -> int:
+    """Return how many counted requests are in progress (for tests and diagnostics)."""
+    return sum(hass.data.get(_IN_FLIGHT, {}).values())
 
 
 def find_loaded_entry(hass: HomeAssistant) -> SoulConfigEntry | None:

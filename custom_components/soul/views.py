@@ -27,7 +27,6 @@ from aiohttp.web_protocol import RequestPayloadError
 from homeassistant.components.http import KEY_HASS, KEY_HASS_USER, HomeAssistantView
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.util import dt as dt_util
-from homeassistant.util.hass_dict import HassKey
 
 from .access import principal_of_request
 from .core import untrusted
@@ -42,7 +41,7 @@ from .core.intent_filter import (
     valid_timezone_name,
 )
 from .core.soul import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
-from .helpers import find_loaded_entry, find_soul
+from .helpers import IN_FLIGHT_ERROR, find_loaded_entry, find_soul, request_in_flight
 from .journal import JournalReadError, async_read_events_json
 from .models import SoulConfigEntry
 from .souls import async_add_soul, soul_as_dict
@@ -50,16 +49,6 @@ from .souls import async_add_soul, soul_as_dict
 MAX_TEXT = 4096
 MAX_ID = 128
 MAX_BODY = 512 * 1024  # a catalog of 256 intents fits comfortably
-# Requests of one user who is not an administrator in progress at once: a
-# user's slow requests (bodies sent slowly, each read whole up to 512 KiB;
-# chats waiting for the model) hold no more than this many handlers,
-# buffers and model calls. Requests one after another are never refused, and
-# an administrator's (bodies and scripts often share one long-lived token)
-# are not counted. It does not shorten a burst of quick ones, each handled
-# at once (20 analyses of 4 KiB sent together delayed Home Assistant's
-# answers by up to 50 ms, and 237 ms in a black-box run on a busier machine).
-MAX_IN_FLIGHT = 16
-_IN_FLIGHT: HassKey[dict[str, int]] = HassKey("soul_http_in_flight")
 
 
 class _HttpError(Exception):
@@ -115,25 +104,11 @@ def _answers() -> Callable[[_Handler], _Handler]:
         async def answer(
             view: HomeAssistantView, request: web.Request, *args: Any
         ) -> web.Response:
-            user = request.get(KEY_HASS_USER)
-            if user is not None and user.is_admin:
+            hass = request.app[KEY_HASS]
+            with request_in_flight(hass, request.get(KEY_HASS_USER)) as allowed:
+                if not allowed:
+                    return _error(IN_FLIGHT_ERROR, HTTPStatus.TOO_MANY_REQUESTS)
                 return await _answered(handler, view, request, *args)
-            in_flight = request.app[KEY_HASS].data.setdefault(_IN_FLIGHT, {})
-            key = "" if user is None else user.id
-            if in_flight.get(key, 0) >= MAX_IN_FLIGHT:
-                return _error(
-                    f"this user already has {MAX_IN_FLIGHT} requests to Soul in "
-                    "progress; wait for one to end",
-                    HTTPStatus.TOO_MANY_REQUESTS,
-                )
-            in_flight[key] = in_flight.get(key, 0) + 1
-            try:
-                return await _answered(handler, view, request, *args)
-            finally:
-                if (left := in_flight[key] - 1) > 0:
-                    in_flight[key] = left
-                else:
-                    del in_flight[key]
 
         return answer
 
