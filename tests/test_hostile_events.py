@@ -406,6 +406,9 @@ async def test_a_page_is_blanked_and_encoded_off_the_event_loop(
         {"limit": "many"},
         {"since": "1e999"},
         {"since": [1]},
+        {"since": True},  # was 1970 (a black-box run)
+        {"limit": 2.9},  # was 2
+        {"before": False},
         {"until": {"a": 1}},
         {"event_types": "user_input"},
         {"event_types": ["nope"]},

@@ -48,3 +48,20 @@ def test_whole_numbers_stay_whole_and_missing_ones_are_defaults() -> None:
     # Every default is within its own range.
     for option in NUMBER_OPTIONS.values():
         assert option.read(option.default) == option.default
+
+
+@pytest.mark.parametrize(
+    ("stored", "read"),
+    [("false", False), ("true", True), ("off", False), (True, True), (0, False),
+     ("maybe", None), ([1], None), (None, None), ({}, None)],
+)  # fmt: skip
+def test_a_stored_flag_is_read_as_home_assistant_reads_one(
+    stored: object, read: bool | None
+) -> None:
+    """A stored "false" was true (``bool``): a fuzz of the stored entries."""
+    from custom_components.soul.number_options import flag_option
+
+    for default in (False, True):
+        expected = default if read is None else read
+        assert flag_option({"follow_up": stored}, "follow_up", default) is expected
+    assert flag_option({}, "follow_up", True) is True

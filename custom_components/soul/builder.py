@@ -59,7 +59,7 @@ from .mcp_servers import allowed_servers, async_create_mcp
 from .memory import async_create_memory
 from .models import SoulConfigEntry, SoulRuntime
 from .mqtt_bridge import MqttBridge
-from .number_options import number_option
+from .number_options import flag_option, number_option
 from .souls import async_apply_soul_hint
 from .storage import DebouncedStore
 
@@ -248,7 +248,7 @@ async def async_create_runtime(
         model=llm,
         default_timezone=lambda: hass.config.time_zone,
         max_rounds=number_option(entry.options, CONF_MAX_TOOL_ROUNDS),
-        follow_up=bool(entry.options.get(CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP)),
+        follow_up=flag_option(entry.options, CONF_FOLLOW_UP, DEFAULT_FOLLOW_UP),
         on_dirty=sessions_store.schedule,
         on_auth_failed=lambda: entry.async_start_reauth(hass),
         apply_hint=lambda terminal_id, hint, caller: async_apply_soul_hint(

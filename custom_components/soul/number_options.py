@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import math
 from typing import Any
 
+from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
@@ -113,3 +114,15 @@ def number_fields(*keys: str) -> dict[Any, Any]:
         ].selector()
         for key in keys
     }
+
+
+def flag_option(options: Mapping[str, Any], key: str, default: bool) -> bool:
+    """Return a yes/no option as Home Assistant reads one (``cv.boolean``).
+
+    A stored "false" (a hand edit, an old backup) was true to ``bool``; a
+    value that says neither is the default.
+    """
+    try:
+        return bool(cv.boolean(options.get(key, default)))
+    except vol.Invalid:
+        return default

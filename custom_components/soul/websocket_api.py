@@ -48,16 +48,33 @@ _TYPES = vol.All(
     vol.Length(max=MAX_EVENT_TYPES), [vol.In([t.value for t in EventType])]
 )
 
+
+def _number(value: Any) -> float:
+    """Return a JSON number as a float; ``true`` is no time (it was 1.0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise vol.Invalid("expected a number")
+    return float(value)
+
+
+def _whole(value: Any) -> int:
+    """Return a whole JSON number; ``2.9`` is no count (it was 2)."""
+    if isinstance(value, bool) or not (
+        isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    ):
+        raise vol.Invalid("expected a whole number")
+    return int(value)
+
+
 _QUERY: dict[str | vol.Marker, Any] = {
     vol.Optional("soul_id"): str,
     vol.Optional("session_id"): str,
     vol.Optional("trace_id"): str,
     # "type" names the command: the filter is "event_types".
     vol.Optional("event_types"): _TYPES,
-    vol.Optional("since"): vol.Any(str, vol.Coerce(float)),
-    vol.Optional("until"): vol.Any(str, vol.Coerce(float)),
-    vol.Optional("limit"): vol.Coerce(int),
-    vol.Optional("before"): vol.Coerce(int),
+    vol.Optional("since"): vol.Any(str, _number),
+    vol.Optional("until"): vol.Any(str, _number),
+    vol.Optional("limit"): _whole,
+    vol.Optional("before"): _whole,
 }
 
 
