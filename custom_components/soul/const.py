@@ -104,3 +104,6 @@ MEM0_DEPENDENCIES: Final = (
 )
 ISSUE_MEM0_UNAVAILABLE: Final = "mem0_unavailable"
 MAX_SETTING_LENGTH: Final = 2048  # a URL, a key, a model name
+# A soul's choice of MCP servers, as its flow stores it.
+MAX_SOUL_SERVERS: Final = 32
+MAX_SERVER_NAME: Final = 40

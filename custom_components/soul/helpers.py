@@ -30,9 +30,10 @@ from .const import (
     DOMAIN,
     ENDPOINT_KEYS,
     MAX_SETTING_LENGTH,
+    MAX_SOUL_SERVERS,
     TITLE,
 )
-from .core import untrusted
+from .core import stored, untrusted
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
 from .core.soul import Soul
@@ -55,6 +56,11 @@ def entry_settings(entry: SoulConfigEntry) -> dict[str, Any]:
     return {**entry.data, **behaviour}
 
 
+# An API's or a server's id in a soul's choice (the flow cuts server names to
+# MAX_SERVER_NAME; API ids are Home Assistant's).
+_MAX_CHOSEN_ID = 64
+
+
 def soul_options(entry: SoulConfigEntry, soul_id: str) -> dict[str, Any]:
     """Return a soul's Assist settings as its flow stores them.
 
@@ -74,22 +80,20 @@ def soul_options(entry: SoulConfigEntry, soul_id: str) -> dict[str, Any]:
     ):
         del options[CONF_TERMINAL]
     apis = options.get(CONF_LLM_HASS_API)
-    if apis is not None and not _texts(apis, single=True):
+    if apis is not None and not _chosen([apis] if isinstance(apis, str) else apis):
         del options[CONF_LLM_HASS_API]
     servers = options.get(CONF_MCP_SERVERS)
-    if servers is not None and not _texts(servers, single=False):
+    if servers is not None and not _chosen(servers):
         options[CONF_MCP_SERVERS] = []
     return options
 
 
-def _texts(value: Any, *, single: bool) -> bool:
-    """Return whether ``value`` is a list of short ids (or, if ``single``, one)."""
-    if single and isinstance(value, str):
-        value = [value]
+def _chosen(value: Any) -> bool:
+    """Return whether ``value`` is a soul's list of chosen APIs or servers, as stored."""
     return (
         isinstance(value, list)
-        and len(value) <= 32
-        and all(untrusted.is_text(item, 64) for item in value)
+        and len(value) <= MAX_SOUL_SERVERS
+        and all(stored.ident(item, _MAX_CHOSEN_ID) is not None for item in value)
     )
 
 

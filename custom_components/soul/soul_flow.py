@@ -32,6 +32,8 @@ from .const import (
     CONF_PERSONA,
     CONF_TERMINAL,
     CONF_USER_ID,
+    MAX_SERVER_NAME,
+    MAX_SOUL_SERVERS,
 )
 from .core.emotion.persona import MBTI_TYPES
 from .core.soul import InvalidSoulFieldError, validate_soul_fields
@@ -123,7 +125,9 @@ def _soul_settings(
         data[CONF_LLM_HASS_API] = list(apis)
     if isinstance(servers := user_input.get(CONF_MCP_SERVERS), list):
         # The servers this soul may use; without the field, all of them.
-        data[CONF_MCP_SERVERS] = [str(name)[:40] for name in servers[:32]]
+        data[CONF_MCP_SERVERS] = [
+            str(name)[:MAX_SERVER_NAME] for name in servers[:MAX_SOUL_SERVERS]
+        ]
     try:
         validate_soul_fields(data[CONF_NAME], data[CONF_MBTI_TYPE], persona)
     except InvalidSoulFieldError as err:

@@ -34,9 +34,8 @@ from .const import (
     LOGGER,
     SUBENTRY_SOUL,
 )
-from .core import untrusted
+from .core import stored, untrusted
 from .core.access import Principal
-from .core.chat_request import MAX_ID
 from .core.emotion.dynamics import ExecMode
 from .core.emotion.labels import group_of
 from .core.emotion.persona import normalize_mbti
@@ -96,7 +95,7 @@ def souls_of_entry(entry: SoulConfigEntry) -> list[Soul]:
                 else ""
             )
             validate_soul_fields(name, data.get(CONF_MBTI_TYPE), persona)
-            if user_id is not None and not untrusted.is_text(user_id, MAX_ID):
+            if user_id is not None and stored.ident(user_id) is None:
                 raise SoulError("its user id is not an id")
             souls.append(
                 Soul(

@@ -7,9 +7,9 @@ what only an administrator may do, for acting for another user, on another
 user's session or as a read-only user, 404 for an unknown soul (or a chat
 on an unknown terminal without a soul), 409 for a chat whose ``soul_id`` is
 not the terminal's soul, 413 for a body over 512 KiB, 429 when a user who
-is not an administrator already has ``MAX_IN_FLIGHT`` requests to these views
-in progress, 503 while
-Soul is not set up or its event journal cannot be read. Bodies are read whole
+is not an administrator already has ``helpers.MAX_IN_FLIGHT`` requests to
+these views in progress, 503 while Soul is not set up or its event journal
+cannot be read. Bodies are read whole
 up to the limit, decoded as strict UTF-8 JSON without lone surrogates and at
 most 32 levels deep; large ones are decoded in the executor.
 """
