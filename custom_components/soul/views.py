@@ -367,7 +367,7 @@ class EmotionAnalyzeView(HomeAssistantView):
             refuse_private_soul(principal, terminal_id, soul.user_id)
         try:
             user_emotion, snapshot = await entry.runtime_data.souls.user_turn(
-                terminal_id, text, session_id
+                terminal_id, text, session_id, user_id=principal.user_id
             )
         except NoSoulError as err:
             raise _HttpError(str(err)) from None

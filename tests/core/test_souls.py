@@ -633,3 +633,48 @@ async def test_tick_yields_to_the_loop_between_chunks_of_souls() -> None:
     partial = {sent for sent, told in seen if 0 < sent < count}
     assert partial == {n * TICK_CHUNK - 1 for n in (1, 2, 3)}
     assert all(told == sent for sent, told in seen)
+
+
+async def test_one_user_cannot_keep_a_shared_soul_shocked() -> None:
+    """A soul gets used to one user's outbursts; another user's still shock it."""
+    env = Env()  # every text is anger at intensity 1.0
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    hub.bind("t1", "s1")
+    cooldown = hub.souls["s1"].persona.shock_cooldown
+    _, first = await hub.user_turn("t1", "气死我了！！！", "a", user_id="kid")
+    assert first.exec_mode is ExecMode.BLOCKED
+    # The same user goes on shouting: the shock is not drawn out.
+    for step in range(1, 8):
+        env.clock.now = T0 + step * 10
+        user_emotion, _ = await hub.user_turn(
+            "t1", "气死我了！！！", "a", user_id="kid"
+        )
+        assert user_emotion["intensity"] == 1.0  # what was heard is reported as is
+    env.clock.now = T0 + cooldown + 1
+    await hub.tick()
+    assert hub.snapshot("s1").shocked is False
+    # Another user's first outburst is felt in full.
+    env.clock.now += 1
+    _, other = await hub.user_turn("t1", "气死我了！！！", "b", user_id="parent")
+    assert other.shocked is True
+    # A body's own microphone (no user) is a source of its own.
+    env.clock.now += cooldown + 1
+    _, heard = await hub.user_turn("t1", "气死我了！！！", "c")
+    assert heard.shocked is True
+    env.clock.now += cooldown + 1
+    _, again = await hub.user_turn("t1", "气死我了！！！", "c")
+    assert again.shocked is False
+
+
+async def test_a_removed_soul_forgets_its_habituation() -> None:
+    env = Env()
+    hub = env.hub
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    await hub.user_turn(None, "气死我了", "a", soul_id="s1", user_id="kid")
+    hub.set_souls([])
+    hub.set_souls([Soul("s1", "Aria", "ENFP")])
+    _, snapshot = await hub.user_turn(
+        None, "气死我了", "a", soul_id="s1", user_id="kid"
+    )
+    assert snapshot.shocked is True

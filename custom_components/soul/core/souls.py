@@ -26,6 +26,7 @@ from .emotion.dynamics import (
     initial_state,
     mood_of,
 )
+from .emotion.habituation import Habituation, source_of
 from .emotion.labels import Emotion
 from .logs import trace_logger
 from .protocol import utc_ts
@@ -87,6 +88,8 @@ class SoulHub:
         self._on_dirty = on_dirty
         self._souls: dict[str, Soul] = {}
         self._states: dict[str, SoulState] = {}
+        # How used each soul is to each source's negative input.
+        self._habituation = Habituation()
         self._stored_states: dict[str, Any] = {}
         self._bindings: dict[str, str] = {}
         # Terminal ids whose first connection was handled, oldest first.
@@ -158,6 +161,7 @@ class SoulHub:
         for soul_id in self._souls.keys() - fresh.keys():
             self._states.pop(soul_id, None)
             self._last.pop(soul_id, None)
+            self._habituation.forget_soul(soul_id)
         for soul_id, soul in fresh.items():
             if soul_id in self._states:
                 continue
@@ -560,8 +564,14 @@ class SoulHub:
         except (TypeError, ValueError):
             label, intensity = Emotion.NEUTRAL, 0.0
         now = self._clock()
+        # The soul is moved by what it feels: less by a source that keeps
+        # upsetting it (``emotion.habituation``); ``user_emotion`` stays
+        # what was recognised.
+        felt = self._habituation.felt(
+            soul.soul_id, source_of(user_id, terminal_id), label, intensity, now
+        )
         state = self._states[soul.soul_id] = apply_user_emotion(
-            self._states[soul.soul_id], soul.persona, label, intensity, now
+            self._states[soul.soul_id], soul.persona, label, felt, now
         )
         self._on_dirty()
         snapshot = self._snapshot(soul, state)
