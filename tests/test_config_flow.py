@@ -40,11 +40,14 @@ from custom_components.soul.const import (
     CONF_NAVIGATOR_SWING,
     CONF_NAVIGATOR_TURNS,
     CONF_TOPIC_PREFIX,
+    DEFAULT_INVOKE_TIMEOUT,
+    DEFAULT_MEMORY_TIMEOUT,
     DOMAIN,
     SECTION_ADVANCED,
     SECTION_MCP,
     SECTION_MEMORY,
 )
+from custom_components.soul.core.emotion.dynamics import TICK_MAX
 from custom_components.soul.core.llm import MAX_COMPLETION_BYTES
 from devtools.broker import free_port
 from devtools.fake_llm import DEFAULT_MODEL, FakeOpenAI
@@ -467,6 +470,38 @@ async def test_options_show_a_stored_mcp_config_that_does_not_parse(
     )
     assert result["errors"] == {CONF_MCP_CONFIG: "invalid_mcp_config"}
     assert entry.options[CONF_MCP_CONFIG] == stored
+
+
+async def test_options_show_damaged_numbers_as_soul_reads_them(
+    hass: HomeAssistant, init_integration: MockConfigEntry
+) -> None:
+    """A stored number that is no number, or out of range, shows as Soul uses it.
+
+    (A fuzz of the stored options: the form was filled with "x" and 1e9.)
+    """
+    entry = init_integration
+    hass.config_entries.async_update_entry(
+        entry,
+        options={
+            **entry.options,
+            CONF_INVOKE_TIMEOUT: "x",
+            CONF_EMOTION_TICK_INTERVAL: 1e9,
+            CONF_MEMORY_TIMEOUT: None,
+        },
+    )
+    await hass.async_block_till_done()
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    schema = result["data_schema"].schema
+    shown: dict[str, Any] = {}
+    for section in (SECTION_MEMORY, SECTION_ADVANCED):
+        inner = next(v for k, v in schema.items() if str(k) == section)
+        shown |= {
+            str(key): (key.description or {}).get("suggested_value")
+            for key in inner.schema.schema
+        }
+    assert shown[CONF_INVOKE_TIMEOUT] == DEFAULT_INVOKE_TIMEOUT
+    assert shown[CONF_EMOTION_TICK_INTERVAL] == TICK_MAX
+    assert shown[CONF_MEMORY_TIMEOUT] == DEFAULT_MEMORY_TIMEOUT
 
 
 NUMBERS = (CONF_EMBEDDING_DIMS, CONF_MEMORY_TIMEOUT, *ADVANCED_FORM)

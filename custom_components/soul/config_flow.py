@@ -84,7 +84,7 @@ from .core.redaction import redact_url
 from .core.topics import InvalidPrefixError, Kind, Topics, normalize_prefix
 from .helpers import is_url, valid_api_key
 from .models import SoulConfigEntry
-from .number_options import NUMBER_OPTIONS, number_fields
+from .number_options import NUMBER_OPTIONS, number_fields, number_option
 from .soul_flow import SoulSubentryFlow
 
 API_KEYS = (CONF_LLM_API_KEY, CONF_MEM0_API_KEY)
@@ -301,17 +301,28 @@ def _mcp_text(stored: Any) -> str:
 
 
 def _sections(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Return flat options as the options form shows them, in its sections."""
+    """Return flat options as the options form shows them, in its sections.
+
+    A number shows as Soul reads it (in range, else its default): a damaged
+    stored one ("x", 1e9) would fill the field with what Soul does not use
+    and the field cannot hold.
+    """
+
+    def shown(key: str, value: Any) -> Any:
+        return number_option(options, key) if key in NUMBER_OPTIONS else value
+
     return {
         CONF_TOPIC_PREFIX: options.get(CONF_TOPIC_PREFIX, DEFAULT_TOPIC_PREFIX),
-        SECTION_MEMORY: {k: v for k, v in options.items() if k in MEMORY_FIELDS.schema},
+        SECTION_MEMORY: {
+            k: shown(k, v) for k, v in options.items() if k in MEMORY_FIELDS.schema
+        },
         SECTION_MCP: (
             {CONF_MCP_CONFIG: _mcp_text(options[CONF_MCP_CONFIG])}
             if options.get(CONF_MCP_CONFIG)
             else {}
         ),
         SECTION_ADVANCED: {
-            k: v for k, v in options.items() if k in ADVANCED_FIELDS.schema
+            k: shown(k, v) for k, v in options.items() if k in ADVANCED_FIELDS.schema
         },
     }
 
