@@ -734,6 +734,52 @@ async def test_migration_shows_invisible_characters_in_souls_names(
     ]
 
 
+async def test_migration_gives_a_title_that_is_no_text_the_souls_name(
+    hass: HomeAssistant,
+) -> None:
+    """A damaged store's title of None became an empty name (a fuzz, 2026-11-29)."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={CONF_TOPIC_PREFIX: "soul"},
+        version=1,
+        minor_version=2,
+        subentries_data=[
+            {
+                "data": {"name": "Nova", "mbti_type": "INTP"},
+                "subentry_type": "soul",
+                "title": None,
+                "unique_id": None,
+            }
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.minor_version == 3
+    (subentry,) = entry.subentries.values()
+    assert subentry.title == "Nova"
+    assert [s.name for s in entry.runtime_data.souls.souls.values()] == ["Nova"]
+
+
+@pytest.mark.parametrize("version", [0, 2])
+async def test_an_entry_no_soul_of_this_version_wrote_is_not_migrated(
+    hass: HomeAssistant, version: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Version 0 was migrated to 0.3 as if it were 1.x; every Soul writes 1."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        data={},
+        options={CONF_TOPIC_PREFIX: "soul"},
+        version=version,
+        minor_version=1,
+    )
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.MIGRATION_ERROR
+    assert (entry.version, entry.minor_version) == (version, 1)
+    assert f"configuration entry of version {version}.1" in caplog.text
+
+
 async def discover(hass: HomeAssistant, topic: str, payload: str) -> dict[str, Any]:
     """Start the flow MQTT discovery starts for a message on ``topic``."""
     info = MqttServiceInfo(

@@ -86,8 +86,15 @@ async def async_migrate_entry(hass: HomeAssistant, entry: SoulConfigEntry) -> bo
     name must be now (an older Soul let a body name a soul "a\u202eb" or
     "fr\u200biendly"): each such character becomes U+FFFD, shown for what it is.
     """
-    if entry.version > 1:
-        return False  # a newer Soul wrote this entry
+    if entry.version != 1:
+        # Above: a newer Soul wrote it. Below: no Soul did (every Soul wrote
+        # version 1); a hand edit or a damaged backup is not guessed at.
+        LOGGER.error(
+            "Soul cannot read a configuration entry of version %s.%s",
+            entry.version,
+            entry.minor_version,
+        )
+        return False
     if entry.minor_version < 2:
         options = dict(entry.options)
         data = {**entry.data}
@@ -108,14 +115,19 @@ def _clean_soul_names(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
     for subentry in list(entry.subentries.values()):
         if subentry.subentry_type != SUBENTRY_SOUL:
             continue
-        title = untrusted.clean(subentry.title, MAX_NAME_LENGTH, multiline=False)
         data: Mapping[str, Any] = subentry.data
         name = data.get(CONF_NAME)
         if isinstance(name, str):
-            data = {
-                **data,
-                CONF_NAME: untrusted.clean(name, MAX_NAME_LENGTH, multiline=False),
-            }
+            name = untrusted.clean(name, MAX_NAME_LENGTH, multiline=False)
+            data = {**data, CONF_NAME: name}
+        # A title that is no text (a damaged store) takes the soul's name.
+        title = (
+            untrusted.clean(subentry.title, MAX_NAME_LENGTH, multiline=False)
+            if isinstance(subentry.title, str)
+            else name
+            if isinstance(name, str) and name
+            else subentry.title
+        )
         if data != subentry.data or title != subentry.title:
             LOGGER.warning(
                 "The name of soul %s had invisible characters: now %r",
