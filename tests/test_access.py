@@ -577,3 +577,39 @@ async def test_the_soul_select_binds_for_administrators_only(
         context=callers["admin"].context,
     )
     assert init_integration.runtime_data.souls.bindings()[T] == nova
+
+
+async def test_one_user_cannot_keep_a_shared_soul_shocked(
+    hass: HomeAssistant, callers: dict[str, Caller], init_integration: MockConfigEntry
+) -> None:
+    """A soul gets used to one caller's outbursts, whoever an administrator names."""
+    admin, user = callers["admin"], callers["user"]
+    souls = init_integration.runtime_data.souls
+    soul_id = souls.soul_of(T).soul_id
+
+    def shock_until() -> float:
+        return souls._states[soul_id].shock_until
+
+    shout = {"text": "气死我了！！！滚！", "terminal_id": T}
+    response = await user.client.post(ANALYZE, json=shout)
+    assert (await response.json())["exec_mode"] == "blocked"
+    first = shock_until()
+    # The same user again: felt less, the shock is not drawn out.
+    response = await user.client.post(ANALYZE, json=shout)
+    assert response.status == 200
+    assert shock_until() == first
+    # Another user's first outburst is felt in full.
+    response = await admin.client.post(ANALYZE, json=shout)
+    assert shock_until() > first
+    second = shock_until()
+    # An administrator naming other users is still one caller.
+    for n in range(2):
+        response = await admin.client.post(
+            CHAT,
+            json={
+                **chat_body(f"guest-{n}", user_id=f"guest-{n}"),
+                "inputs": [{"type": "keyboard_text", "text": shout["text"]}],
+            },
+        )
+        assert response.status == 200, await response.text()
+        assert shock_until() == second

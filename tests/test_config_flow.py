@@ -734,8 +734,20 @@ async def test_migration_shows_invisible_characters_in_souls_names(
     ]
 
 
+@pytest.mark.parametrize(
+    ("title", "data", "expected"),
+    [
+        (None, {"name": "Nova"}, "Nova"),
+        (["Nova"], {"name": "No\u200bva"}, "No\ufffdva"),
+        (5, {}, "5"),  # no name: what the title shows
+    ],
+)
 async def test_migration_gives_a_title_that_is_no_text_the_souls_name(
     hass: HomeAssistant,
+    title: Any,
+    data: dict[str, Any],
+    expected: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A damaged store's title of None became an empty name (a fuzz, 2026-11-29)."""
     entry = MockConfigEntry(
@@ -746,9 +758,9 @@ async def test_migration_gives_a_title_that_is_no_text_the_souls_name(
         minor_version=2,
         subentries_data=[
             {
-                "data": {"name": "Nova", "mbti_type": "INTP"},
+                "data": {**data, "mbti_type": "INTP"},
                 "subentry_type": "soul",
-                "title": None,
+                "title": title,
                 "unique_id": None,
             }
         ],
@@ -757,8 +769,9 @@ async def test_migration_gives_a_title_that_is_no_text_the_souls_name(
     assert await hass.config_entries.async_setup(entry.entry_id)
     assert entry.minor_version == 3
     (subentry,) = entry.subentries.values()
-    assert subentry.title == "Nova"
-    assert [s.name for s in entry.runtime_data.souls.souls.values()] == ["Nova"]
+    assert subentry.title == expected
+    assert [s.name for s in entry.runtime_data.souls.souls.values()] == [expected]
+    assert "was not text" in caplog.text
 
 
 @pytest.mark.parametrize("version", [0, 2])

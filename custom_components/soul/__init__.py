@@ -120,17 +120,16 @@ def _clean_soul_names(hass: HomeAssistant, entry: SoulConfigEntry) -> None:
         if isinstance(name, str):
             name = untrusted.clean(name, MAX_NAME_LENGTH, multiline=False)
             data = {**data, CONF_NAME: name}
-        # A title that is no text (a damaged store) takes the soul's name.
-        title = (
-            untrusted.clean(subentry.title, MAX_NAME_LENGTH, multiline=False)
-            if isinstance(subentry.title, str)
-            else name
-            if isinstance(name, str) and name
-            else subentry.title
-        )
+        title: Any = subentry.title  # typed text; a damaged store holds anything
+        if not isinstance(title, str):
+            # A damaged store: the soul's name, else what the title shows.
+            LOGGER.warning("The title of soul %s was not text", subentry.subentry_id)
+            if isinstance(name, str) and name:
+                title = name
+        title = untrusted.clean(title, MAX_NAME_LENGTH, multiline=False)
         if data != subentry.data or title != subentry.title:
             LOGGER.warning(
-                "The name of soul %s had invisible characters: now %r",
+                "The name of soul %s was not a clean line: now %r",
                 subentry.subentry_id,
                 title,
             )

@@ -658,7 +658,8 @@ async def test_one_user_cannot_keep_a_shared_soul_shocked() -> None:
     env.clock.now += 1
     _, other = await hub.user_turn("t1", "气死我了！！！", "b", user_id="parent")
     assert other.shocked is True
-    # A body's own microphone (no user) is a source of its own.
+    # A turn without a user (Assist from a voice satellite, an automation)
+    # comes from its body, a source of its own.
     env.clock.now += cooldown + 1
     _, heard = await hub.user_turn("t1", "气死我了！！！", "c")
     assert heard.shocked is True

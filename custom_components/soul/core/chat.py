@@ -50,6 +50,7 @@ from .cognition.events import EventBus
 from .cognition.navigator import Navigator
 from .cognition.notices import notice
 from .cognition.trace import TurnTrace
+from .emotion.habituation import source_of
 from .intent_filter import IntentFilterError
 from .intent_filter.request import MAX_COMMAND_LENGTH
 from .intent_route import IntentRoute
@@ -291,6 +292,11 @@ class ChatPipeline:
                 soul,
                 session,
                 trace,
+                # Habituation counts who is calling, not whom an administrator
+                # names: a new name is no new source.
+                source=source_of(
+                    caller.user_id or request.user_id, request.terminal_id
+                ),
                 channel=channel,
                 extra_tools=extra_tools,
                 transcript=transcript,
@@ -303,11 +309,15 @@ class ChatPipeline:
         session: Session,
         trace: TurnTrace,
         *,
+        source: str,
         channel: str,
         extra_tools: ExtraTools | None,
         transcript: Transcript | None,
     ) -> dict[str, Any]:
-        """Answer the turn ``chat`` opened, its events under ``trace``."""
+        """Answer the turn ``chat`` opened, its events under ``trace``.
+
+        ``source`` is who spoke, for the soul's habituation.
+        """
         before = self._souls.snapshot(soul.soul_id)
         trace.user_input(
             request.text,
@@ -326,6 +336,7 @@ class ChatPipeline:
                     soul_id=soul.soul_id,
                     trace_id=trace.trace_id,
                     user_id=request.user_id,
+                    source=source,
                     held=held,
                 )
             except NoSoulError as err:

@@ -541,6 +541,7 @@ class SoulHub:
         soul_id: str | None = None,
         trace_id: str | None = None,
         user_id: str | None = None,
+        source: str | None = None,
         held: list[Callable[[], None]] | None = None,
     ) -> tuple[dict[str, Any], EmotionSnapshot]:
         """Recognise the user's emotion, move the bound soul, publish to the terminal.
@@ -550,7 +551,9 @@ class SoulHub:
         ``user_emotion`` and the soul's new snapshot; raises ``NoSoulError``
         when there is no soul. With ``held``, the listeners are told when
         the caller runs what it appended there (after the turn's messages
-        left), not at once.
+        left), not at once. ``source`` names who spoke, for the soul's
+        habituation (``emotion.habituation.source_of``; by default the user,
+        else the terminal).
         """
         soul = (
             self.soul_of(terminal_id) if terminal_id else self._souls.get(soul_id or "")
@@ -567,11 +570,16 @@ class SoulHub:
         # The soul is moved by what it feels: less by a source that keeps
         # upsetting it (``emotion.habituation``); ``user_emotion`` stays
         # what was recognised.
-        felt = self._habituation.felt(
-            soul.soul_id, source_of(user_id, terminal_id), label, intensity, now
-        )
+        if source is None:
+            source = source_of(user_id, terminal_id)
+        felt = self._habituation.felt(soul.soul_id, source, label, intensity, now)
         state = self._states[soul.soul_id] = apply_user_emotion(
-            self._states[soul.soul_id], soul.persona, label, felt, now
+            self._states[soul.soul_id],
+            soul.persona,
+            label,
+            felt.mood,
+            now,
+            shock_intensity=felt.shock,
         )
         self._on_dirty()
         snapshot = self._snapshot(soul, state)

@@ -247,15 +247,25 @@ def is_shock(emotion: Emotion, intensity: float) -> bool:
 
 
 def apply_user_emotion(
-    state: SoulState, persona: Persona, emotion: Emotion, intensity: float, now: float
+    state: SoulState,
+    persona: Persona,
+    emotion: Emotion,
+    intensity: float,
+    now: float,
+    *,
+    shock_intensity: float | None = None,
 ) -> SoulState:
-    """Return the state after a user turn with the recognised emotion at ``now``."""
+    """Return the state after a user turn with the recognised emotion at ``now``.
+
+    ``shock_intensity`` (``intensity`` when None) decides a shock: a soul
+    used to the input's source feels it less for that (``habituation``).
+    """
     state = evolve(state, persona, now)
     pull = impact(persona, emotion, intensity)
     goal = PROTOTYPE[emotion]
     p, a, d = (_clamp(x + pull * (g - x)) for x, g in zip(state.pad, goal, strict=True))
     shock_until = state.shock_until
-    if is_shock(emotion, intensity):
+    if is_shock(emotion, intensity if shock_intensity is None else shock_intensity):
         shock_until = max(shock_until, now + persona.shock_cooldown)
     elif goal.p > 0 and shock_until > now:
         remaining = (shock_until - now) * (1 - SHOCK_RELIEF * min(1.0, intensity))
