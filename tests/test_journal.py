@@ -173,6 +173,13 @@ async def test_paging_and_bad_queries(
         {"type": "nonsense"},
         {"limit": "0"},
         {"limit": "x"},
+        # int() and float() read these as 10; a number here is ASCII digits.
+        {"limit": "\uff11\uff10"},
+        {"limit": "1_0"},
+        {"limit": " 10"},
+        {"before": "+5"},
+        {"since": "1_700_000_000"},
+        {"since": "\u0661\u0667\u0660\u0660"},
         {"since": "yesterday"},
         {"until": "nan"},
         {"trace_id": "x" * 200},

@@ -188,7 +188,8 @@ def parse_time(value: Any, what: str) -> float | None:
         return None
     wrong = f"{what} must be Unix seconds or an ISO 8601 time"
     text = str(value).strip()
-    if isinstance(value, bool) or len(text) > 64:
+    # float reads "１０" and "1_0" as 10: a time is ASCII without "_".
+    if isinstance(value, bool) or len(text) > 64 or not text.isascii() or "_" in text:
         raise ValueError(wrong)
     try:
         seconds = float(text)
@@ -203,6 +204,18 @@ def parse_time(value: Any, what: str) -> float | None:
     if not math.isfinite(seconds):
         raise ValueError(wrong)
     return seconds
+
+
+def _whole(value: Any) -> int:
+    """Return a whole number given as one or as ASCII digits; raise ``ValueError``.
+
+    ``int`` also reads "１０", " 10 " and "1_0".
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    raise ValueError(value)
 
 
 def _id(value: Any, what: str) -> str | None:
@@ -238,8 +251,8 @@ def parse_query(params: Mapping[str, Any]) -> EventQuery:
     limit_raw = params.get("limit", DEFAULT_QUERY_LIMIT)
     before_raw = params.get("before")
     try:
-        limit = int(limit_raw)
-        before = int(before_raw) if before_raw not in (None, "") else None
+        limit = _whole(limit_raw)
+        before = _whole(before_raw) if before_raw not in (None, "") else None
     except (TypeError, ValueError):
         raise ValueError("limit and before must be whole numbers") from None
     if not 1 <= limit <= MAX_QUERY_LIMIT:
