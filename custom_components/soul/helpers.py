@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+import time
 from typing import Any
 
 from homeassistant.auth.models import User
@@ -34,6 +35,7 @@ from .const import (
     TITLE,
 )
 from .core import stored, untrusted
+from .core.buckets import TokenBuckets
 from .core.invoker import INVALID_RESULT_ERROR, TIMEOUT_ERROR, InvokeError
 from .core.protocol import InvokeResult
 from .core.soul import Soul
@@ -119,39 +121,69 @@ def valid_api_key(value: Any) -> bool:
 # Requests of one user who is not an administrator in progress at once
 # (Soul's HTTP views and the panel's chats): a user's slow requests (bodies
 # sent slowly, each read whole up to 512 KiB; chats waiting for the model)
-# hold no more than this many handlers, buffers and model calls. Requests
-# one after another are never refused, and an administrator's (bodies and
-# scripts often share one long-lived token) are not counted. It does not
-# shorten a burst of quick ones, each handled at once (20 analyses of 4 KiB
-# sent together delayed Home Assistant's answers by up to 50 ms, and 237 ms
-# in a black-box run on a busier machine).
+# hold no more than this many handlers, buffers and model calls. An
+# administrator's (bodies and scripts often share one long-lived token) are
+# not counted.
 MAX_IN_FLIGHT = 16
+# And how often such a user may start one that makes Soul work (a POST, a
+# panel chat; not a read): a burst (as many as may be in progress), then so
+# many a second. Each request is quick, but a burst of
+# them is handled one after another on the event loop (20 analyses of 4 KiB
+# sent together delayed Home Assistant's answers by up to 50 ms, and 237 ms
+# in a black-box run on a busier machine). A body or a person sends one or
+# two a turn.
+REQUEST_BURST = MAX_IN_FLIGHT
+REQUESTS_PER_SECOND = 8
 _IN_FLIGHT: HassKey[dict[str, int]] = HassKey(f"{DOMAIN}_in_flight")
+_REQUEST_RATE: HassKey[TokenBuckets[str]] = HassKey(f"{DOMAIN}_request_rate")
 IN_FLIGHT_ERROR = (
     f"this user already has {MAX_IN_FLIGHT} requests to Soul in progress;"
     " wait for one to end"
 )
+RATE_ERROR = (
+    f"this user sent more than {REQUESTS_PER_SECOND} requests to Soul a second;"
+    " wait a moment"
+)
 
 
 @contextmanager
-def request_in_flight(hass: HomeAssistant, user: User | None) -> Iterator[bool]:
-    """Count a request of ``user`` while it runs; yield False when it is one too many."""
+def request_in_flight(
+    hass: HomeAssistant, user: User | None, *, rated: bool = True
+) -> Iterator[str | None]:
+    """Count a request of ``user`` while it runs; yield why it is refused, or None.
+
+    Refused: one more than ``MAX_IN_FLIGHT`` in progress, or, when ``rated``
+    (a request that makes Soul work: not a read), past the user's rate
+    (``REQUEST_BURST``, then ``REQUESTS_PER_SECOND``).
+    """
     if user is not None and user.is_admin:
-        yield True
+        yield None
         return
-    in_flight = hass.data.setdefault(_IN_FLIGHT, {})
     key = "" if user is None else user.id
+    in_flight = hass.data.setdefault(_IN_FLIGHT, {})
     if in_flight.get(key, 0) >= MAX_IN_FLIGHT:
-        yield False
+        yield IN_FLIGHT_ERROR
+        return
+    if rated and request_rate(hass).take(key):
+        yield RATE_ERROR
         return
     in_flight[key] = in_flight.get(key, 0) + 1
     try:
-        yield True
+        yield None
     finally:
         if (left := in_flight[key] - 1) > 0:
             in_flight[key] = left
         else:
             del in_flight[key]
+
+
+def request_rate(hass: HomeAssistant) -> TokenBuckets[str]:
+    """Return the users' request budgets (made on first use)."""
+    if (rate := hass.data.get(_REQUEST_RATE)) is None:
+        rate = hass.data[_REQUEST_RATE] = TokenBuckets(
+            REQUEST_BURST, 1 / REQUESTS_PER_SECOND, time.monotonic
+        )
+    return rate
 
 
 def requests_in_flight(hass: HomeAssistant) -> int:

@@ -41,7 +41,7 @@ from .core.intent_filter import (
     valid_timezone_name,
 )
 from .core.soul import MAX_NAME_LENGTH, NoSoulError, SoulError, validate_soul_fields
-from .helpers import IN_FLIGHT_ERROR, find_loaded_entry, find_soul, request_in_flight
+from .helpers import find_loaded_entry, find_soul, request_in_flight
 from .journal import JournalReadError, async_read_events_json
 from .models import SoulConfigEntry
 from .souls import async_add_soul, soul_as_dict
@@ -105,9 +105,11 @@ def _answers() -> Callable[[_Handler], _Handler]:
             view: HomeAssistantView, request: web.Request, *args: Any
         ) -> web.Response:
             hass = request.app[KEY_HASS]
-            with request_in_flight(hass, request.get(KEY_HASS_USER)) as allowed:
-                if not allowed:
-                    return _error(IN_FLIGHT_ERROR, HTTPStatus.TOO_MANY_REQUESTS)
+            with request_in_flight(
+                hass, request.get(KEY_HASS_USER), rated=request.method != "GET"
+            ) as refused:
+                if refused is not None:
+                    return _error(refused, HTTPStatus.TOO_MANY_REQUESTS)
                 return await _answered(handler, view, request, *args)
 
         return answer

@@ -43,7 +43,7 @@ from .core.chat_request import MAX_ID, MAX_TEXT, ChatError
 from .core.soul import Soul
 from .core.soul_events import SoulEvent
 from .core.terminal import Change, Terminal
-from .helpers import IN_FLIGHT_ERROR, request_in_flight
+from .helpers import request_in_flight
 from .models import SoulConfigEntry
 from .streams import loaded_entry_for, refused_beyond, track_stream
 
@@ -462,9 +462,9 @@ async def ws_chat(
         if key in msg:
             body[key] = msg[key]
     try:
-        with request_in_flight(hass, connection.user) as allowed:
-            if not allowed:  # chats waiting for the model, as over HTTP
-                connection.send_error(msg["id"], "too_many_requests", IN_FLIGHT_ERROR)
+        with request_in_flight(hass, connection.user) as refused:
+            if refused is not None:  # chats waiting for the model, as over HTTP
+                connection.send_error(msg["id"], "too_many_requests", refused)
                 return
             response = await entry.runtime_data.chat.chat(
                 body, soul_only=True, caller=principal, channel="panel"
