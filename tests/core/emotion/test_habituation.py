@@ -17,10 +17,11 @@ from custom_components.soul.core.emotion.dynamics import (
 )
 from custom_components.soul.core.emotion.habituation import (
     ALARMING,
+    EVERYONE,
     HALF_LIFE,
     MAX_SOURCES,
-    MAX_STRAIN,
     MOOD_GRACE,
+    SOUL_MOOD_GRACE,
     Felt,
     Habituation,
     source_of,
@@ -89,7 +90,7 @@ def test_strain_fades_with_its_half_life() -> None:
 
 
 def test_a_source_that_keeps_shouting() -> None:
-    """Its shocks stop at once, its moves after a few; the strain is capped."""
+    """Its shocks stop at once, its moves after a few; the strain keeps growing."""
     h = Habituation()
     felt = [h.felt("s1", "user:a", Emotion.ANGER, 1.0, T0 + 3 * n) for n in range(100)]
     shocks = [f.shock for f in felt]
@@ -100,11 +101,32 @@ def test_a_source_that_keeps_shouting() -> None:
     # bring the soul to ask first.
     assert moods[: int(MOOD_GRACE)] == [1.0] * int(MOOD_GRACE)
     assert moods == sorted(moods, reverse=True)
+    # The faster a source goes on, the less each input moves the mood: what
+    # it moves in a while stays about the same.
+    assert moods[-1] < 0.02
+    assert sum(moods[50:]) < 2  # the last 150 s: not two outbursts' worth
+    strain = h.strain("s1", "user:a", T0 + 297)
+    assert 60 < strain < 80
+    # The soul is used to it until the strain falls under about 0.05.
+    back = T0 + 297 + HALF_LIFE * math.log2(strain / (1 / SHOCK_INTENSITY - 1)) + 1
+    assert h.felt("s1", "user:a", Emotion.ANGER, 1.0, back).shock >= SHOCK_INTENSITY
+
+
+def test_everyone_together() -> None:
+    """A second source may shock the soul at once; a third not, nor its mood in full."""
+    h = Habituation()
+    assert h.felt("s1", "user:a", Emotion.ANGER, 1.0, T0).shock == 1.0
+    assert h.felt("s1", "user:b", Emotion.ANGER, 1.0, T0 + 1).shock >= SHOCK_INTENSITY
+    assert h.felt("s1", "user:c", Emotion.ANGER, 1.0, T0 + 2).shock < SHOCK_INTENSITY
+    # Many sources, one outburst each: the mood is felt in full up to
+    # everyone's grace, then less.
+    moods = [
+        h.felt("s1", f"user:{n}", Emotion.FEAR, 1.0, T0 + 3 + n).mood
+        for n in range(int(SOUL_MOOD_GRACE) + 10)
+    ]
+    assert moods[0] == 1.0
     assert moods[-1] < 0.2
-    assert h.strain("s1", "user:a", T0 + 297) == MAX_STRAIN
-    # However long it went on, the soul is used to it for under 40 minutes.
-    later = T0 + 297 + 38 * 60
-    assert h.felt("s1", "user:a", Emotion.ANGER, 1.0, later).shock >= SHOCK_INTENSITY
+    assert h.strain("s1", EVERYONE, T0 + 30) > SOUL_MOOD_GRACE
 
 
 def test_odd_intensities() -> None:
@@ -130,12 +152,13 @@ def test_bounded_and_forgets_a_soul() -> None:
     assert h.strain("s1", f"user:{MAX_SOURCES + 49}", T0 + MAX_SOURCES + 49) == 1.0
     # Faded strains go before fresh ones.
     h2 = Habituation()
-    h2.felt("s1", "old", Emotion.ANGER, 1.0, T0)
+    h2.felt("s1", "old", Emotion.ANGER, 1.0, T0)  # and s1's strain of everyone
     later = T0 + 20 * HALF_LIFE
-    for n in range(MAX_SOURCES):
+    for n in range(MAX_SOURCES - 1):  # with s2's of everyone: MAX_SOURCES
         h2.felt("s2", f"user:{n}", Emotion.ANGER, 1.0, later)
     assert len(h2._strains) == MAX_SOURCES
     assert h2.strain("s2", "user:0", later) == 1.0
+    assert h2.strain("s1", "old", later) == 0.0
     h2.forget_soul("s2")
     assert h2._strains == {}
 
@@ -181,6 +204,34 @@ def test_one_user_shouting_at_a_soul_of_every_type(mbti: str) -> None:
     # Fear at 0.9 every 3 s for 10 minutes: 98 % before.
     _, blocked = _shouted_at(mbti, Emotion.FEAR, 0.9, 3, 600)
     assert blocked < 0.1
+    # However fast (a black-box run, 2026-11-30: once a second held a soul
+    # blocked 98.7 % of ten minutes).
+    _, blocked = _shouted_at(mbti, Emotion.FEAR, 1.0, 1, 600)
+    assert blocked < 0.15
     # A few angry turns still bring every type to ask first.
     first, _ = _shouted_at(mbti, Emotion.ANGER, 0.9, 3, 600)
     assert first is not None and first <= 6
+
+
+@pytest.mark.parametrize("mbti", MBTI_TYPES)
+def test_several_users_shouting_at_a_soul_of_every_type(mbti: str) -> None:
+    """Three users, each fear once a second, the second and third a minute later."""
+    persona = persona_from_mbti(mbti)
+    habituation = Habituation()
+    state = initial_state(persona, T0)
+    blocked = 0
+    for second in range(600):
+        now = T0 + second
+        for user in range(3):
+            if second >= 56 * user:
+                felt = habituation.felt("s1", f"user:{user}", Emotion.FEAR, 1.0, now)
+                state = apply_user_emotion(
+                    state,
+                    persona,
+                    Emotion.FEAR,
+                    felt.mood,
+                    now,
+                    shock_intensity=felt.shock,
+                )
+        blocked += gate(state, now)[1] is ExecMode.BLOCKED
+    assert blocked / 600 < 0.15
