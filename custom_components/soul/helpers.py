@@ -126,11 +126,11 @@ def valid_api_key(value: Any) -> bool:
 # not counted.
 MAX_IN_FLIGHT = 16
 # And how often such a user may start one that makes Soul work (a POST, a
-# panel chat; not a read): a burst, then so many a second. Each request is quick, but a burst of
-# them is handled one after another on the event loop (20 analyses of 4 KiB
-# sent together delayed Home Assistant's answers by up to 50 ms, and 237 ms
-# in a black-box run on a busier machine). A body or a person sends one or
-# two a turn.
+# panel chat; not a read): a burst, then so many a second. Each request is
+# quick, but a burst of them is handled one after another on the event loop
+# (20 analyses of 4 KiB sent together delayed Home Assistant's answers by up
+# to 50 ms, and 237 ms in a black-box run on a busier machine). A body or a
+# person sends one or two a turn.
 REQUEST_BURST = 8
 REQUESTS_PER_SECOND = 8
 _IN_FLIGHT: HassKey[dict[str, int]] = HassKey(f"{DOMAIN}_in_flight")

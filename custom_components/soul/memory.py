@@ -192,13 +192,12 @@ async def async_create_memory(
     name = memory_backend_name(options)
     backend: MemoryBackend | None = None
     if name == MEMORY_SERVER and (url := options.get(CONF_MEM0_URL)):
-        if untrusted.is_text(url, MAX_SETTING_LENGTH) and valid_api_key(
-            options.get(CONF_MEM0_API_KEY, "")
-        ):
+        key = options.get(CONF_MEM0_API_KEY, "")
+        if untrusted.is_text(url, MAX_SETTING_LENGTH) and valid_api_key(key):
             backend = Mem0Server(
                 async_get_clientsession(hass),
                 url,
-                options.get(CONF_MEM0_API_KEY, ""),
+                key,
                 timeout=number_option(options, CONF_MEMORY_TIMEOUT),
             )
         else:  # a damaged store (a list raised at setup: a fuzz of the entries)

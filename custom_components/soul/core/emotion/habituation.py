@@ -91,9 +91,9 @@ class Habituation:
         """
         if emotion not in ALARMING or not intensity > 0:  # also NaN
             return Felt(intensity, intensity)
-        own = self._raise(soul_id, source, intensity, now)
-        everyone = self._raise(soul_id, EVERYONE, intensity, now)
         heard = min(1.0, intensity)
+        own = self._raise(soul_id, source, heard, now)
+        everyone = self._raise(soul_id, EVERYONE, heard, now)
         mood_strain = max(own - MOOD_GRACE, everyone - SOUL_MOOD_GRACE, 0.0)
         shock_strain = max(own, everyone - SOUL_SHOCK_GRACE, 0.0)
         return Felt(heard / (1.0 + mood_strain), heard / (1.0 + shock_strain))
@@ -103,12 +103,12 @@ class Habituation:
         for key in [key for key in self._strains if key[0] == soul_id]:
             del self._strains[key]
 
-    def _raise(self, soul_id: str, source: str, intensity: float, now: float) -> float:
-        """Add an input to a strain; return the strain before it."""
+    def _raise(self, soul_id: str, source: str, heard: float, now: float) -> float:
+        """Add an input's intensity (1 at most) to a strain; return the strain before it."""
         key = (soul_id, source)
         strain = self.strain(soul_id, source, now)
         self._strains.pop(key, None)  # re-inserted last: the newest
-        self._strains[key] = (min(MAX_STRAIN, strain + min(1.0, intensity)), now)
+        self._strains[key] = (min(MAX_STRAIN, strain + heard), now)
         if len(self._strains) > MAX_SOURCES:
             self._forget(now)
         return strain
